@@ -1,0 +1,37 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   train a small relational model/agent on the embedded default and export it
+#   make test   run the whole test suite
+# Both create .venv (Python 3.11) with the pinned stack when it is missing or out of date.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= /tmp/keras_relational_demo
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test lint notebooks benchmarks clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade "pip>=24"
+	$(BIN)/python -m pip install -e ".[rl,jax,dev]"
+	# TF-Agents' metadata pins cannot resolve next to tfp 0.25: install it without its deps
+	# (its real runtime needs are in the `rl` extra).
+	$(BIN)/python -m pip install --no-deps tf-agents==0.19.0
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m experiments.demo --root_dir=$(DEMO_DIR)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info

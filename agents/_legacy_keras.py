@@ -1,0 +1,57 @@
+"""Routes ``tf.keras`` to tf-keras (Keras 2) before TF-Agents is imported.
+
+TF-Agents 0.19 and TensorFlow Probability 0.25's Keras parts only work when ``tf.keras`` is
+tf-keras, selected by ``TF_USE_LEGACY_KERAS=1``. TensorFlow reads that variable once, the first
+time ``tf.keras`` is touched, so it must be set before then. Our own layers use ``import keras``
+(Keras 3), which is unaffected: both Keras versions live side by side in one process.
+"""
+
+import os
+import sys
+
+_FLAG = "TF_USE_LEGACY_KERAS"
+_TRUE_VALUES = ("1", "true", "True")
+
+
+class LegacyKerasError(ImportError):
+    """``tf.keras`` cannot be routed to tf-keras in this process any more."""
+
+
+def _tf_keras_is_keras3():
+    """True when ``tf.keras`` was already resolved, and resolved to Keras 3."""
+    tf_module = sys.modules.get("tensorflow")
+    if tf_module is None:
+        return False
+    keras_attr = tf_module.__dict__.get("keras")
+    if keras_attr is None:
+        return False
+    # Unresolved: TensorFlow's KerasLazyLoader has not decided yet.
+    if type(keras_attr).__name__ == "KerasLazyLoader":
+        if not keras_attr.__dict__.get("_tfll_initialized", False):
+            return False
+        return keras_attr.__dict__.get("_tfll_keras_version") == "keras_3"
+    # Resolved: the lazy loader replaced itself by the real module.
+    return getattr(keras_attr, "__name__", "").startswith("keras.")
+
+
+def ensure_legacy_tf_keras():
+    """Sets ``TF_USE_LEGACY_KERAS=1`` or raises a clear error when it is too late.
+
+    Raises:
+        LegacyKerasError: if the variable is set to a false value, or if ``tf.keras`` was already
+            materialised as Keras 3 in this process.
+    """
+    value = os.environ.get(_FLAG)
+    if value is not None and value not in _TRUE_VALUES:
+        raise LegacyKerasError(
+            f"keras_relational.agents needs {_FLAG}=1 (TF-Agents only works with tf-keras), "
+            f"but the environment sets {_FLAG}={value!r}. Unset it or set it to 1."
+        )
+    if _tf_keras_is_keras3():
+        raise LegacyKerasError(
+            "keras_relational.agents must be imported before `tf.keras` is first used: in this "
+            "process `tf.keras` already resolved to Keras 3, and TF-Agents needs tf-keras "
+            f"(Keras 2). Import keras_relational.agents (or set {_FLAG}=1) before touching "
+            "`tf.keras`, or start a fresh process. `import keras` (Keras 3) is fine either way."
+        )
+    os.environ[_FLAG] = "1"

@@ -1,0 +1,1 @@
+"""dm-env environments and supervised data generators (NumPy + dm_env only)."""

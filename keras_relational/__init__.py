@@ -1,0 +1,13 @@
+"""keras-relational: relational reasoning layers for Keras 3.
+
+Importing this package has no side effects: it does not touch ``tf.keras`` or
+``TF_USE_LEGACY_KERAS`` (only ``keras_relational.agents`` does, for TF-Agents).
+"""
+
+from keras_relational.layers.spatial_entities import SpatialEntities
+from keras_relational.version import __version__
+
+__all__ = [
+    "SpatialEntities",
+    "__version__",
+]

@@ -1,0 +1,1 @@
+"""One public layer per module; see ``keras_relational`` for the exported names."""
