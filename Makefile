@@ -24,7 +24,7 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m experiments.demo --root_dir=$(DEMO_DIR)
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m experiments.same_colour_demo --root_dir=$(DEMO_DIR)
 
 test: $(STAMP)
 	$(BIN)/ruff check .

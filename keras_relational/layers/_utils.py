@@ -1,0 +1,37 @@
+"""Small helpers shared by the layers (no public API)."""
+
+import keras
+from keras import ops
+
+
+def clone_initializer(initializer):
+    """A fresh initializer with the same config, so two sub-layers never start identical."""
+    initializer = keras.initializers.get(initializer)
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+def large_negative(dtype):
+    """A finite logit that vanishes under softmax in ``dtype`` (float16 cannot hold -1e9)."""
+    return -3.0e4 if str(dtype) in ("float16", "bfloat16") else -1.0e9
+
+
+def entity_mask_to_attention_mask(mask, attention_mask):
+    """Combines a key mask ``[B, N]`` and an attention mask ``[B|1, N, N]`` into ``[B|1, 1, N, N]``.
+
+    Returns None when neither is given. True means "may attend".
+    """
+    combined = None
+    if mask is not None:
+        combined = ops.cast(mask, "bool")[:, None, None, :]
+    if attention_mask is not None:
+        attention_mask = ops.cast(attention_mask, "bool")
+        if len(attention_mask.shape) == 2:
+            attention_mask = attention_mask[None]
+        attention_mask = attention_mask[:, None, :, :]
+        combined = attention_mask if combined is None else ops.logical_and(combined, attention_mask)
+    return combined
+
+
+def lowest_value(dtype):
+    """The most negative finite value of a float ``dtype`` (identity of max-pooling)."""
+    return -65504.0 if str(dtype) == "float16" else -3.38e38

@@ -1,0 +1,261 @@
+"""Relational multi-head dot-product attention (MHDPA) of Zambaldi et al. (2019)."""
+
+import keras
+from keras import ops
+
+from keras_relational.layers import _checks, _utils
+
+_QKV_NORMS = ("joint", "separate", "none")
+_ATTENTION_SCALES = ("key_dim", "rmc", None)
+
+
+def validate_attention_arguments(owner, num_heads, key_dim, value_dim, qkv_norm, attention_scale):
+    """Raises a ValueError naming the first invalid attention argument (shared with the blocks)."""
+    _checks.check_positive_int(owner, "num_heads", num_heads)
+    _checks.check_positive_int(owner, "key_dim", key_dim)
+    _checks.check_positive_int(owner, "value_dim", value_dim, allow_none=True)
+    _checks.check_choice(owner, "qkv_norm", qkv_norm, _QKV_NORMS)
+    _checks.check_choice(owner, "attention_scale", attention_scale, _ATTENTION_SCALES)
+
+
+@keras.saving.register_keras_serializable(package="keras_relational")
+class MultiHeadDotProductAttention(keras.layers.Layer):
+    """Multi-head dot-product attention over a set of entities, with layer-normalised q, k, v.
+
+    Every entity ``e_i`` is projected to per-head queries, keys and values, which are
+    layer-normalised (Zambaldi et al. 2019, Sec. 2.2); each entity then attends to every entity,
+    itself included:
+
+    ``w_ij^h = softmax_j(q_i^h . k_j^h / sqrt(d))``, ``a_i^h = sum_j w_ij^h v_j^h``,
+    ``a_i = concat_h a_i^h``.
+
+    Unlike ``keras.layers.MultiHeadAttention`` the projections are layer-normalised and there is no
+    output projection by default (the relational block's MLP follows instead); set ``output_dim``
+    to add one.
+
+    Shapes: entities ``[B, N, F]`` -> ``[B, N, H * value_dim]`` (or ``[B, N, output_dim]``);
+    attention scores ``[B, H, N, N]`` (row ``i`` = entity ``i``'s weights over all ``j``).
+
+    Args:
+        num_heads: H, number of attention heads (Zambaldi et al.: 2 to 4 on Box-World).
+        key_dim: d, size of each head's query and key (Zambaldi et al.: 64).
+        value_dim: size of each head's value; defaults to ``key_dim``.
+        qkv_norm: how the projections are layer-normalised. ``"joint"`` (default): one LayerNorm
+            over the concatenated ``[q_1..q_H, k_1..k_H, v_1..v_H]`` of each entity, as in
+            DeepMind's contemporaneous relational-memory code by the same authors (the paper only
+            says q, k and v are normalised); ``"separate"``: one LayerNorm each for q, k and v;
+            ``"none"``: plain projections (Clift et al. normalise the input instead).
+        use_bias: whether the q/k/v projection has a bias (redundant before a LayerNorm, harmless).
+        output_dim: if set, a final linear projection of the concatenated heads to this width.
+        attention_scale: ``"key_dim"`` (default, the paper's ``1/sqrt(d)``), ``"rmc"``
+            (``(2 * key_dim + value_dim) ** -0.5``, DeepMind's RMC code) or None (no scaling).
+        layer_norm_epsilon: LayerNorm epsilon (not stated in the paper; 1e-6 as in the spec).
+        kernel_initializer: initializer of the projection kernels (each gets its own clone).
+        bias_initializer: initializer of the projection biases.
+        **kwargs: standard ``keras.layers.Layer`` arguments.
+
+    Call arguments:
+        entities: ``[B, N, F]``.
+        mask: optional boolean ``[B, N]`` Keras mask; False entities are never attended to (their
+            own output rows are still computed). Propagated to the output.
+        attention_mask: optional boolean mask broadcastable to ``[B, N, N]``; ``[i, j]`` True means
+            entity ``i`` may attend to entity ``j`` (as in ``keras.layers.MultiHeadAttention``).
+        return_attention_scores: if True, also return the attention weights ``[B, H, N, N]``.
+
+    Returns:
+        The attended entities, and the attention weights when requested.
+
+    Example:
+
+    >>> entities = np.random.rand(2, 49, 26).astype("float32")
+    >>> mhdpa = keras_relational.MultiHeadDotProductAttention(num_heads=2, key_dim=64)
+    >>> outputs, scores = mhdpa(entities, return_attention_scores=True)
+    >>> tuple(outputs.shape), tuple(scores.shape)
+    ((2, 49, 128), (2, 2, 49, 49))
+
+    Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
+    ICLR 2019, Sec. 2.2.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        qkv_norm="joint",
+        use_bias=True,
+        output_dim=None,
+        attention_scale="key_dim",
+        layer_norm_epsilon=1e-6,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        name = type(self).__name__
+        validate_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
+                                     attention_scale)
+        _checks.check_positive_int(name, "output_dim", output_dim, allow_none=True)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.qkv_norm = qkv_norm
+        self.use_bias = use_bias
+        self.output_dim = output_dim
+        self.attention_scale = attention_scale
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    @property
+    def _value_dim(self):
+        return self.key_dim if self.value_dim is None else self.value_dim
+
+    @property
+    def _split_sizes(self):
+        """Widths of the q, k and v thirds of the joint projection."""
+        key_width = self.num_heads * self.key_dim
+        return key_width, key_width, self.num_heads * self._value_dim
+
+    def _scale(self):
+        if self.attention_scale == "key_dim":
+            return self.key_dim**-0.5
+        if self.attention_scale == "rmc":
+            return (2 * self.key_dim + self._value_dim) ** -0.5
+        return 1.0
+
+    def _layer_norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+
+    def build(self, entities_shape, mask_shape=None, attention_mask_shape=None):
+        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        q_width, k_width, v_width = self._split_sizes
+        projected_shape = (entities_shape[0], entities_shape[1], q_width + k_width + v_width)
+        # Column layout [q | k | v], heads contiguous inside each third.
+        self._qkv_projection = keras.layers.Dense(
+            q_width + k_width + v_width,
+            use_bias=self.use_bias,
+            kernel_initializer=_utils.clone_initializer(self.kernel_initializer),
+            bias_initializer=_utils.clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="qkv_projection",
+        )
+        self._qkv_projection.build((None, None, features))
+        self._qkv_layer_norms = []
+        if self.qkv_norm == "joint":
+            norm = self._layer_norm("qkv_layer_norm")
+            norm.build(projected_shape)
+            self._qkv_layer_norms = [norm]
+        elif self.qkv_norm == "separate":
+            for part, width in zip("qkv", self._split_sizes, strict=True):
+                norm = self._layer_norm(f"{part}_layer_norm")
+                norm.build((None, None, width))
+                self._qkv_layer_norms.append(norm)
+        self._output_projection = None
+        if self.output_dim is not None:
+            self._output_projection = keras.layers.Dense(
+                self.output_dim,
+                kernel_initializer=_utils.clone_initializer(self.kernel_initializer),
+                bias_initializer=_utils.clone_initializer(self.bias_initializer),
+                dtype=self.dtype_policy,
+                name="output_projection",
+            )
+            self._output_projection.build((None, None, self.num_heads * self._value_dim))
+        self.built = True
+
+    def _project(self, entities):
+        """``[B, N, F]`` -> q, k ``[B, N, H, d]`` and v ``[B, N, H, value_dim]``."""
+        qkv = self._qkv_projection(entities)
+        q_width, k_width, _ = self._split_sizes
+        if self.qkv_norm == "joint":
+            qkv = self._qkv_layer_norms[0](qkv)
+        q, k, v = ops.split(qkv, [q_width, q_width + k_width], axis=-1)
+        if self.qkv_norm == "separate":
+            q, k, v = (norm(x) for norm, x in zip(self._qkv_layer_norms, (q, k, v), strict=True))
+        batch, entities_count = ops.shape(entities)[0], ops.shape(entities)[1]
+        q = ops.reshape(q, (batch, entities_count, self.num_heads, self.key_dim))
+        k = ops.reshape(k, (batch, entities_count, self.num_heads, self.key_dim))
+        v = ops.reshape(v, (batch, entities_count, self.num_heads, self._value_dim))
+        return q, k, v
+
+    def _compute_attention(self, q, k, v, allowed):
+        """Softmax attention; ``allowed`` is None or boolean broadcastable to [B, H, N, N]."""
+        logits = ops.einsum("bihd,bjhd->bhij", q, k) * ops.cast(self._scale(), q.dtype)
+        if allowed is not None:
+            logits = ops.where(allowed, logits, _utils.large_negative(logits.dtype))
+        weights = ops.softmax(logits, axis=-1)
+        attended = ops.einsum("bhij,bjhd->bihd", weights, v)
+        return attended, weights
+
+    def _check_masks(self, entities, mask, attention_mask):
+        count = entities.shape[1]
+        if mask is not None and None not in (count, mask.shape[-1]) and mask.shape[-1] != count:
+            raise ValueError(
+                f"{type(self).__name__} expects `mask` of shape [batch, {count}] for entities of "
+                f"shape {tuple(entities.shape)}, received `mask` of shape {tuple(mask.shape)}."
+            )
+        if attention_mask is not None and count is not None:
+            last_two = tuple(attention_mask.shape[-2:])
+            if len(attention_mask.shape) not in (2, 3) or any(
+                    dim is not None and dim != count for dim in last_two):
+                raise ValueError(
+                    f"{type(self).__name__} expects `attention_mask` of shape [{count}, {count}] "
+                    f"or [batch, {count}, {count}], received `attention_mask` of shape "
+                    f"{tuple(attention_mask.shape)}."
+                )
+
+    def call(self, entities, mask=None, attention_mask=None, return_attention_scores=False):
+        self._check_masks(entities, mask, attention_mask)
+        q, k, v = self._project(entities)
+        allowed = _utils.entity_mask_to_attention_mask(mask, attention_mask)
+        attended, weights = self._compute_attention(q, k, v, allowed)
+        shape = ops.shape(attended)
+        outputs = ops.reshape(attended, (shape[0], shape[1], self.num_heads * self._value_dim))
+        if self._output_projection is not None:
+            outputs = self._output_projection(outputs)
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def compute_mask(self, entities, mask=None, attention_mask=None,
+                     return_attention_scores=False):
+        if return_attention_scores:
+            return [mask, None]
+        return mask
+
+    def compute_output_shape(self, entities_shape):
+        width = self.output_dim or self.num_heads * self._value_dim
+        return (entities_shape[0], entities_shape[1], width)
+
+    def compute_output_spec(self, entities, mask=None, attention_mask=None,
+                            return_attention_scores=False):
+        outputs = keras.KerasTensor(self.compute_output_shape(entities.shape),
+                                    dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        batch, entities_count = entities.shape[0], entities.shape[1]
+        scores = keras.KerasTensor((batch, self.num_heads, entities_count, entities_count),
+                                   dtype=self.compute_dtype)
+        return outputs, scores
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "qkv_norm": self.qkv_norm,
+                "use_bias": self.use_bias,
+                "output_dim": self.output_dim,
+                "attention_scale": self.attention_scale,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config

@@ -1,0 +1,141 @@
+import keras
+import numpy as np
+import pytest
+import reference_relational as ref
+from layer_contract import run_layer_contract
+
+import keras_relational
+
+
+def _entities(b=2, n=6, f=5, seed=0):
+    return np.random.RandomState(seed).normal(size=(b, n, f)).astype("float32")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(num_heads=2, key_dim=4),
+        dict(num_heads=3, key_dim=4, value_dim=2, qkv_norm="separate"),
+        dict(num_heads=1, key_dim=3, qkv_norm="none", use_bias=False),
+        dict(num_heads=2, key_dim=4, attention_scale="rmc", output_dim=7),
+        dict(num_heads=2, key_dim=4, attention_scale=None),
+    ],
+)
+def test_matches_numpy_reference(kwargs):
+    x = _entities()
+    layer = keras_relational.MultiHeadDotProductAttention(**kwargs)
+    layer(x)
+    ref.randomise_layer_norms(layer)
+    outputs, scores = layer(x, return_attention_scores=True)
+    expected_outputs, expected_scores = ref.mhdpa(x, layer)
+    np.testing.assert_allclose(np.asarray(outputs), expected_outputs, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-5)
+
+
+def test_attention_rows_are_distributions():
+    _, scores = keras_relational.MultiHeadDotProductAttention(2, 4)(
+        _entities(), return_attention_scores=True)
+    scores = np.asarray(scores)
+    assert scores.shape == (2, 2, 6, 6) and (scores >= 0).all()
+    np.testing.assert_allclose(scores.sum(-1), 1.0, atol=1e-6)
+
+
+def test_single_entity_attends_to_itself_only():
+    layer = keras_relational.MultiHeadDotProductAttention(2, 4, qkv_norm="none")
+    x = _entities(n=1)
+    outputs, scores = layer(x, return_attention_scores=True)
+    np.testing.assert_allclose(np.asarray(scores), 1.0)
+    kernel = ref.to_numpy(layer._qkv_projection.kernel)
+    values = x @ kernel[:, 16:] + ref.to_numpy(layer._qkv_projection.bias)[16:]
+    np.testing.assert_allclose(np.asarray(outputs), values, atol=1e-5)
+
+
+def test_zero_queries_give_uniform_attention():
+    layer = keras_relational.MultiHeadDotProductAttention(2, 4, qkv_norm="none", use_bias=False)
+    x = _entities()
+    layer(x)
+    kernel = np.array(layer._qkv_projection.kernel)
+    kernel[:, :8] = 0.0
+    layer._qkv_projection.kernel.assign(kernel)
+    outputs, scores = layer(x, return_attention_scores=True)
+    np.testing.assert_allclose(np.asarray(scores), 1.0 / 6, atol=1e-6)
+    values = (x @ kernel[:, 16:]).mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(outputs), np.broadcast_to(values, (2, 6, 8)), atol=1e-5)
+
+
+def test_reduces_to_keras_multi_head_attention():
+    """qkv_norm="none", one head: plain softmax(QK^T/sqrt(d))V, i.e. Keras MHA with an identity
+    output projection (spec section 7, property 6)."""
+    f, d = 5, 4
+    x = _entities(f=f)
+    ours = keras_relational.MultiHeadDotProductAttention(1, d, qkv_norm="none", output_dim=None)
+    ours(x)
+    theirs = keras.layers.MultiHeadAttention(num_heads=1, key_dim=d, output_shape=d)
+    theirs(x, x)
+    kernel = ref.to_numpy(ours._qkv_projection.kernel).astype("float32")
+    bias = ref.to_numpy(ours._qkv_projection.bias).astype("float32")
+    for i, dense in enumerate((theirs._query_dense, theirs._key_dense, theirs._value_dense)):
+        dense.kernel.assign(kernel[:, i * d:(i + 1) * d].reshape(f, 1, d))
+        dense.bias.assign(bias[i * d:(i + 1) * d].reshape(1, d))
+    theirs._output_dense.kernel.assign(np.eye(d, dtype="float32").reshape(1, d, d))
+    theirs._output_dense.bias.assign(np.zeros(d, "float32"))
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x, x)), atol=1e-5)
+
+
+def test_permutation_equivariance():
+    layer = keras_relational.MultiHeadDotProductAttention(2, 4)
+    x = _entities(n=7)
+    perm = np.random.RandomState(3).permutation(7)
+    outputs, scores = (np.asarray(t) for t in layer(x, return_attention_scores=True))
+    p_outputs, p_scores = (np.asarray(t) for t in layer(x[:, perm],
+                                                       return_attention_scores=True))
+    np.testing.assert_allclose(p_outputs, outputs[:, perm], atol=1e-5)
+    np.testing.assert_allclose(p_scores, scores[:, :, perm][:, :, :, perm], atol=1e-6)
+
+
+def test_masked_entities_have_no_influence():
+    layer = keras_relational.MultiHeadDotProductAttention(2, 4)
+    x = _entities()
+    mask = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], bool)
+    outputs, scores = layer(x, mask=mask, return_attention_scores=True)
+    changed = x.copy()
+    changed[0, 4:] = 100.0 * np.random.RandomState(5).normal(size=(2, 5))
+    changed_outputs = layer(changed, mask=mask)
+    np.testing.assert_allclose(np.asarray(changed_outputs)[:, :4], np.asarray(outputs)[:, :4],
+                               atol=1e-5)
+    np.testing.assert_allclose(np.asarray(changed_outputs)[1], np.asarray(outputs)[1], atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(scores)[0, :, :, 4:], 0.0)
+    expected, _ = ref.mhdpa(x, layer, mask=mask)
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
+
+
+def test_attention_mask_matches_reference():
+    layer = keras_relational.MultiHeadDotProductAttention(2, 4)
+    x = _entities()
+    allowed = np.tril(np.ones((6, 6), bool))
+    outputs, scores = layer(x, attention_mask=allowed, return_attention_scores=True)
+    expected, expected_scores = ref.mhdpa(x, layer, attention_mask=allowed)
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-6)
+
+
+def test_clear_errors():
+    layer_cls = keras_relational.MultiHeadDotProductAttention
+    with pytest.raises(ValueError, match="num_heads.*received num_heads=0"):
+        layer_cls(0, 4)
+    with pytest.raises(ValueError, match="qkv_norm.*'batch'"):
+        layer_cls(2, 4, qkv_norm="batch")
+    with pytest.raises(ValueError, match=r"rank 3.*received shape \(2, 6\)"):
+        layer_cls(2, 4)(np.zeros((2, 6), "float32"))
+    with pytest.raises(ValueError, match="mask.*shape"):
+        layer_cls(2, 4)(_entities(), mask=np.ones((2, 5), bool))
+    with pytest.raises(ValueError, match="attention_mask.*shape"):
+        layer_cls(2, 4)(_entities(), attention_mask=np.ones((5, 5), bool))
+
+
+@pytest.mark.subprocess
+def test_layer_contract(tmp_path):
+    run_layer_contract(
+        lambda: keras_relational.MultiHeadDotProductAttention(2, 4, qkv_norm="separate",
+                                                              output_dim=3),
+        _entities(), tmp_path)
