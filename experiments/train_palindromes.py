@@ -1,0 +1,90 @@
+r"""Trains Table II's sequence models (Mitchell & Bowers) on the palindrome language.
+
+    python -m experiments.train_palindromes --root_dir=/tmp/pal --models=conv_stack,lstm \
+        --conditions=standard,nesting --seeds=10
+
+Defaults are the paper's protocol (100 epochs, Adam 1e-3, batch 128, restart rule 0.9 at epoch 4
+for the convolutional model, 10 seeds). Each run writes ``ROOT/CONDITION/MODEL/seed_S/``
+(TensorBoard, ``model.keras``, SavedModel, ``results.json``); ``ROOT/summary.json`` holds the
+medians of the string-level accuracies and the Mann-Whitney U p-values between the models.
+"""
+
+import json
+import os
+
+from absl import app, flags, logging
+
+from keras_relational.experiments import symmetry_lib
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
+flags.DEFINE_list("models", ["conv_stack", "lstm"], "Models among conv_stack, lstm.")
+flags.DEFINE_list("conditions", ["standard", "nesting"],
+                  "standard (in-domain and long columns) and/or nesting (the N_A > 2 column).")
+flags.DEFINE_integer("seeds", 10, "Number of seeds per model and condition (paper: 10).")
+flags.DEFINE_integer("epochs", 100, "Epochs (paper: 100).")
+flags.DEFINE_integer("batch_size", 128, "Batch size (paper: 128).")
+flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate (paper: 1e-3).")
+flags.DEFINE_enum("write_mode", "embedding_on_push", ["gated", "embedding_on_push"],
+                  "Stack write path: the paper's gated write or the authors' code variant.")
+flags.DEFINE_float("restart_threshold", 0.9, "Restart if dev token accuracy <= this; <0 disables.")
+flags.DEFINE_integer("restart_epoch", 4, "Epoch at which the restart rule is checked.")
+flags.DEFINE_integer("max_restarts", 10, "Cap on restarts per run.")
+flags.DEFINE_bool("restart_baseline", False, "Apply the restart rule to the LSTM as well.")
+flags.DEFINE_integer("n_per_length", 20000, "Strings drawn per in-domain length (paper: 20000).")
+flags.DEFINE_integer("long_n_per_length", 3333, "Long test strings per length (paper: 3333).")
+flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
+flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
+
+COLUMNS = {"standard": [("in_domain", "string_accuracy"), ("long", "string_accuracy")],
+           "nesting": [("nesting", "string_accuracy")]}
+
+
+def run(root_dir, models, conditions, seeds, n_per_length=20000, long_n_per_length=3333,
+        data_seed=0, **kwargs):
+    """Trains every (condition, model, seed); returns the summary written to summary.json."""
+    summary = {}
+    for condition in conditions:
+        data = symmetry_lib.palindrome_data(condition, n_per_length, long_n_per_length, data_seed)
+        summary[condition] = {}
+        for model in models:
+            runs = []
+            for seed in range(seeds):
+                result = symmetry_lib.palindromes_train_eval(
+                    os.path.join(root_dir, condition, model, f"seed_{seed}"), model=model,
+                    condition=condition, seed=seed, data=data, **kwargs)
+                logging.info("%s %s seed %d: %s", condition, model, seed,
+                             {k: result[k[0]][k[1]] for k in COLUMNS[condition]})
+                runs.append(result)
+            summary[condition][model] = {"runs": runs,
+                                         **symmetry_lib.summarize(runs, COLUMNS[condition])}
+        if len(models) == 2:
+            for key in COLUMNS[condition]:
+                name = "/".join(key)
+                a, b = (summary[condition][m][name]["values"] for m in models)
+                summary[condition][f"mann_whitney_p/{name}"] = symmetry_lib.mann_whitney_p(a, b)
+    with open(os.path.join(root_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    return summary
+
+
+def main(argv):
+    del argv
+    threshold = FLAGS.restart_threshold if FLAGS.restart_threshold >= 0 else None
+    summary = run(FLAGS.root_dir, FLAGS.models, FLAGS.conditions, FLAGS.seeds,
+                  n_per_length=FLAGS.n_per_length, long_n_per_length=FLAGS.long_n_per_length,
+                  data_seed=FLAGS.data_seed, epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
+                  learning_rate=FLAGS.learning_rate, write_mode=FLAGS.write_mode,
+                  restart_threshold=threshold, restart_epoch=FLAGS.restart_epoch,
+                  max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
+                  export=FLAGS.export)
+    for condition in FLAGS.conditions:
+        for model in FLAGS.models:
+            for key in COLUMNS[condition]:
+                name = "/".join(key)
+                print(f"{condition} {model} {name}: median "
+                      f"{summary[condition][model][name]['median']:.3f}")
+
+
+if __name__ == "__main__":
+    app.run(main)
