@@ -112,16 +112,41 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
 # Table II: palindromes
 # ------------------------------------------------------------------------------------------------
 
-def trim(split):
-    """Drops the all-padding tail of an encoded split (pads to its longest string, not 40)."""
-    length = int(split["lengths"].max())
+def trim(split, length=None):
+    """Drops the all-padding tail of an encoded split (to its longest string, or ``length``)."""
+    length = length or int(split["lengths"].max())
     return {k: (v[:, :length] if v.ndim == 2 else v) for k, v in split.items()}
 
 
-def masked_predictions(model, split, batch_size=1000):
-    """Argmax next-symbol predictions under teacher forcing, ``[n, T]``."""
-    logits = model.predict(split["inputs"], batch_size=batch_size, verbose=0)
-    return np.argmax(logits, axis=-1)
+def pad_rows(split, multiple):
+    """Appends zero-mask copies of the first rows so the size is a multiple of ``multiple``.
+
+    The extra rows carry no loss (their mask is 0 and the loss is a masked mean) and are dropped
+    again by the evaluation; every batch then has the same shape, so XLA compiles one program
+    instead of one more per odd-sized last batch.
+    """
+    extra = (-len(split["inputs"])) % multiple
+    if not extra:
+        return split
+    padded = {k: np.concatenate([v, v[np.arange(extra) % len(v)]]) for k, v in split.items()}
+    padded["mask"][-extra:] = 0.0
+    return padded
+
+
+def masked_predictions(model, split, batch_size=500):
+    """Argmax next-symbol predictions under teacher forcing, ``[n, T]``.
+
+    Inputs are padded to ``palindromes.MAX_LEN`` steps and to a multiple of ``batch_size`` rows,
+    so every split runs through one compiled predict program (the model is causal, so right
+    padding does not change any prediction).
+    """
+    n, length = split["inputs"].shape
+    inputs = np.zeros((n, palindromes.MAX_LEN), np.int32)
+    inputs[:, :length] = split["inputs"]
+    inputs = np.concatenate([inputs, np.zeros(((-n) % batch_size, palindromes.MAX_LEN),
+                                              np.int32)])
+    logits = model.predict(inputs, batch_size=batch_size, verbose=0)
+    return np.argmax(logits[:n, :length], axis=-1)
 
 
 def masked_token_accuracy(predictions, split):
@@ -202,7 +227,9 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     start = time.time()
     if data is None:
         data = palindrome_data(condition, n_per_length, long_n_per_length, data_seed)
-    train, dev = trim(data["train"]), trim(data["dev"])
+    length = int(max(data["train"]["lengths"].max(), data["dev"]["lengths"].max()))
+    train = pad_rows(trim(data["train"], length), batch_size)
+    dev = pad_rows(trim(data["dev"], length), batch_size)
     loss = _sparse_ce("mean_with_sample_weight")
     use_rule = restart_threshold is not None and (model == "conv_stack" or restart_baseline)
     attempt, attempts = 0, []
@@ -235,7 +262,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         "restarts": attempt, "dev_accuracy_at_restart_epoch": attempts,
         "in_domain": evaluate_split(net, data["in_domain_test"]),
         "long": evaluate_split(net, data["long_test"], by_length=True),
-        "train_size": int(len(train["inputs"])),
+        "train_size": int(len(data["train"]["inputs"])),
     }
     if "nesting_test" in data:
         results["nesting"] = evaluate_split(net, data["nesting_test"])
