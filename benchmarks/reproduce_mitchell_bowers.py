@@ -7,7 +7,8 @@ convolution). Table II's paper protocol (100 epochs x 10 seeds x 2 models x 2 tr
 many CPU hours, so by default this script runs a *fast protocol*: learning rate 1e-2 instead of
 1e-3, 2 epochs instead of 100, 1,000 long test strings per length instead of 3,333, the restart
 rule checked after epoch 1 instead of 4 (same 0.9 threshold on dev token accuracy) and 3 seeds
-instead of 10; the training data are the paper's (20,000 strings drawn per length). ``--protocol=paper`` restores every paper setting.
+instead of 10; the training data are the paper's (20,000 strings drawn per length).
+``--protocol=paper`` restores every paper setting.
 """
 
 import json
