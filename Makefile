@@ -23,8 +23,15 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --no-deps tf-agents==0.19.0
 	touch $(STAMP)
 
+# The embedded default: a small relational agent on a 6x6-room BoxWorld (solution length 1, no
+# distractors), V-trace actor-learner on the CPU for a few minutes, then checkpoint and export.
+DEMO_FLAGS ?= --goal_length=1 --num_distractors=0 --room_size=6 --num_envs=16 --unroll_length=20 \
+	--num_iterations=200 --key_dim=32 --head_width=64 --learning_rate=1e-3 --log_interval=20 \
+	--eval_episodes=64 --checkpoint_interval=50
+
 demo: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m experiments.same_colour_demo --root_dir=$(DEMO_DIR)
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m experiments.train_boxworld --root_dir=$(DEMO_DIR) \
+		$(DEMO_FLAGS)
 
 test: $(STAMP)
 	$(BIN)/ruff check .

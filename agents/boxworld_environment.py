@@ -1,0 +1,121 @@
+"""TF-Agents ``PyEnvironment`` adapters for the NumPy BoxWorld environments."""
+
+import collections
+
+import numpy as np
+from tf_agents.environments import py_environment
+from tf_agents.specs import array_spec
+from tf_agents.trajectories import time_step as ts
+
+from keras_relational import environments
+
+EpisodeResult = collections.namedtuple("EpisodeResult", ["solved", "episode_return", "length",
+                                                         "puzzle_type"])
+
+
+def _to_array_spec(spec):
+    if hasattr(spec, "num_values"):  # dm_env DiscreteArray
+        return array_spec.BoundedArraySpec(spec.shape, spec.dtype, 0, spec.num_values - 1,
+                                           name=spec.name)
+    if hasattr(spec, "minimum"):
+        return array_spec.BoundedArraySpec(spec.shape, spec.dtype, spec.minimum, spec.maximum,
+                                           name=spec.name)
+    return array_spec.ArraySpec(spec.shape, spec.dtype, name=spec.name)
+
+
+class BatchedBoxWorldEnvironment(py_environment.PyEnvironment):
+    """A batched BoxWorld (``BatchedBoxWorld`` or ``BatchedBridgeBoxWorld``) as a TF-Agents env.
+
+    The NumPy environment resets finished levels itself on the following step, exactly like
+    TF-Agents' auto-reset, so this adapter only converts specs and time steps. It also records
+    every finished episode (solved?, return, length, puzzle type) in :attr:`finished_episodes`,
+    from which training loops compute solve rates.
+
+    Args:
+        env: a ``BatchedBoxWorld`` / ``BatchedBridgeBoxWorld`` instance.
+    """
+
+    def __init__(self, env):
+        if not getattr(env, "batched", False):
+            raise ValueError(
+                "`env` must be a batched BoxWorld (BatchedBoxWorld or BatchedBridgeBoxWorld), "
+                f"received {type(env).__name__}.")
+        super().__init__(handle_auto_reset=False)
+        self._env = env
+        self._observation_spec = _to_array_spec(env.observation_spec())
+        self._action_spec = _to_array_spec(env.action_spec())
+        self._returns = np.zeros(env.batch_size, np.float64)
+        self._lengths = np.zeros(env.batch_size, np.int64)
+        self.finished_episodes = []
+
+    @property
+    def batched(self):
+        return True
+
+    @property
+    def batch_size(self):
+        return self._env.batch_size
+
+    @property
+    def env(self):
+        return self._env
+
+    def observation_spec(self):
+        return self._observation_spec
+
+    def action_spec(self):
+        return self._action_spec
+
+    def reward_spec(self):
+        return array_spec.ArraySpec((), np.float32, name="reward")
+
+    def _convert(self, timestep):
+        return ts.TimeStep(np.asarray(timestep.step_type, np.int32),
+                           np.asarray(timestep.reward, np.float32),
+                           np.asarray(timestep.discount, np.float32),
+                           timestep.observation)
+
+    def _reset(self):
+        self._returns[:] = 0.0
+        self._lengths[:] = 0
+        return self._convert(self._env.reset())
+
+    def _step(self, action):
+        timestep = self._env.step(np.asarray(action, np.int32).reshape(-1))
+        first = timestep.step_type == int(ts.StepType.FIRST)
+        self._returns[first] = 0.0
+        self._lengths[first] = 0
+        active = ~first
+        self._returns[active] += timestep.reward[active]
+        self._lengths[active] += 1
+        last = np.flatnonzero(timestep.step_type == int(ts.StepType.LAST))
+        if len(last):
+            solved = self._env.solved
+            levels = self._env.levels
+            for i in last:
+                self.finished_episodes.append(EpisodeResult(
+                    bool(solved[i]), float(self._returns[i]), int(self._lengths[i]),
+                    getattr(levels[i], "puzzle_type", None)))
+        return self._convert(timestep)
+
+    def render(self, mode="rgb_array"):
+        return self._env.render()
+
+
+def make_boxworld_environment(env_name="original", num_envs=16, seed=0, **env_kwargs):
+    """A :class:`BatchedBoxWorldEnvironment` over ``num_envs`` levels.
+
+    Args:
+        env_name: ``"original"`` (Zambaldi et al.'s BoxWorld) or ``"bridge"`` (Clift et al.).
+        num_envs: levels stepped together.
+        seed: seed of the per-level seeds.
+        **env_kwargs: level parameters passed to the environment (e.g. ``goal_length``).
+    """
+    if env_name == "original":
+        batched = environments.BatchedBoxWorld(batch_size=num_envs, seed=seed, **env_kwargs)
+    elif env_name == "bridge":
+        batched = environments.BatchedBridgeBoxWorld(batch_size=num_envs, seed=seed,
+                                                     **env_kwargs)
+    else:
+        raise ValueError(f"`env_name` must be 'original' or 'bridge', received {env_name!r}.")
+    return BatchedBoxWorldEnvironment(batched)

@@ -1,0 +1,230 @@
+"""Actor-learner training of the Box-World agents with TF-Agents (V-trace or PPO).
+
+``train_eval(root_dir, ...)`` is the library behind ``python -m experiments.train_boxworld``:
+an in-process ``tf_agents.train.Actor`` steps a batched NumPy BoxWorld with the collect policy,
+an :class:`UnrollQueue` cuts its experience into ``[B, T+1]`` unrolls, and a
+``tf_agents.train.Learner`` trains the agent on them (XLA-compiled loss and gradients), writes
+TensorBoard summaries and checkpoints under ``root_dir/train``, and saves policies with
+``PolicySaver`` under ``root_dir/policies``. Re-running with the same ``root_dir`` resumes from the
+last checkpoint (the train-step counter continues).
+"""
+
+import functools
+import gc
+import json
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+from tf_agents.policies import py_tf_eager_policy
+from tf_agents.train import actor, learner, triggers
+from tf_agents.train.utils import train_utils
+
+from keras_relational.agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.keras3_network import Keras3Network
+from keras_relational.agents.unroll_queue import UnrollQueue
+from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
+from keras_relational.models import boxworld_agents
+
+AGENTS = ("relational", "simplicial", "baseline")
+ALGORITHMS = ("vtrace",)
+
+
+def agent_model_fn(agent, observation_shape, num_actions, **model_kwargs):
+    """A zero-argument builder of the Keras 3 network named ``agent``."""
+    builders = {"relational": boxworld_agents.relational_agent,
+                "baseline": boxworld_agents.baseline_agent}
+    if hasattr(boxworld_agents, "simplicial_agent"):
+        builders["simplicial"] = boxworld_agents.simplicial_agent
+    if agent not in builders:
+        raise ValueError(f"`agent` must be one of {sorted(builders)}, received {agent!r}.")
+    return functools.partial(builders[agent], observation_shape=tuple(observation_shape),
+                             num_actions=num_actions, **model_kwargs)
+
+
+def _solve_rate(episodes):
+    return float(np.mean([e.solved for e in episodes])) if episodes else float("nan")
+
+
+def evaluate(policy, env_name, num_episodes, seed, max_batched_steps=10_000, **env_kwargs):
+    """Plays ``num_episodes`` episodes with ``policy`` (a TF policy); returns the results."""
+    num_envs = min(num_episodes, 32)
+    env = make_boxworld_environment(env_name, num_envs=num_envs, seed=seed, **env_kwargs)
+    py_policy = py_tf_eager_policy.PyTFEagerPolicy(policy, use_tf_function=True)
+    timestep = env.reset()
+    for _ in range(max_batched_steps):
+        if len(env.finished_episodes) >= num_episodes:
+            break
+        timestep = env.step(py_policy.action(timestep).action)
+    return env.finished_episodes[:num_episodes]
+
+
+def train_eval(
+    root_dir,
+    env_name="original",
+    agent="relational",
+    algorithm="vtrace",
+    env_kwargs=None,
+    model_kwargs=None,
+    num_iterations=10_000,
+    num_envs=32,  # Zambaldi et al.: batches of 32 trajectories [P]
+    unroll_length=40,  # Zambaldi et al.: unroll length 40 [P]
+    learning_rate=2e-4,  # Zambaldi et al.: tuned in [1e-5, 2e-4] [P]
+    discount=0.99,  # [P]
+    entropy_cost=0.005,  # [P]
+    baseline_cost=0.5,  # IMPALA default [A]
+    gradient_clip_norm=40.0,  # [A]
+    jit_compile=True,
+    checkpoint_interval=200,
+    policy_save_interval=1000,
+    log_interval=10,
+    eval_interval=0,
+    eval_episodes=100,
+    eval_env_kwargs=None,
+    seed=0,
+    print_fn=print,
+):
+    """Trains an agent on BoxWorld, evaluates it and exports its policy.
+
+    Args:
+        root_dir: output directory; re-running with the same directory resumes.
+        env_name: ``"original"`` (Zambaldi et al.) or ``"bridge"`` (Clift et al.).
+        agent: ``"relational"``, ``"simplicial"`` or ``"baseline"``.
+        algorithm: ``"vtrace"`` (IMPALA-style V-trace actor-critic).
+        env_kwargs: BoxWorld level parameters for training (e.g. ``dict(goal_length=(1, 2))``).
+        model_kwargs: keyword arguments of the network builder in ``keras_relational.models``.
+        num_iterations: learner steps; each consumes ``num_envs * unroll_length`` frames.
+        num_envs, unroll_length: B and T of each training batch.
+        learning_rate, discount, entropy_cost, baseline_cost, gradient_clip_norm: see
+            :class:`VTraceAgent` (RMSProp with epsilon 0.1, decay 0.99).
+        jit_compile: XLA-compile the learner's loss and gradients.
+        checkpoint_interval, policy_save_interval: in learner steps.
+        log_interval: learner steps between progress lines.
+        eval_interval: learner steps between evaluations (0: only at the end).
+        eval_episodes: episodes per evaluation; eval_env_kwargs: evaluation level parameters
+            (defaults to ``env_kwargs``).
+        seed: seeds TensorFlow, Keras and the environments.
+
+    Returns:
+        A dict with the final train step, frames, frames/s, solve rates and export paths.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received {algorithm!r}.")
+    env_kwargs = dict(env_kwargs or {})
+    eval_env_kwargs = dict(env_kwargs if eval_env_kwargs is None else eval_env_kwargs)
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    os.makedirs(root_dir, exist_ok=True)
+    collect_env = make_boxworld_environment(env_name, num_envs=num_envs, seed=seed, **env_kwargs)
+    observation_spec = collect_env.observation_spec()
+    action_spec = collect_env.action_spec()
+    num_actions = int(action_spec.maximum - action_spec.minimum + 1)
+    from tf_agents.specs import tensor_spec
+
+    time_step_spec = tensor_spec.from_spec(collect_env.time_step_spec())
+    action_tensor_spec = tensor_spec.from_spec(action_spec)
+    model_fn = agent_model_fn(agent, observation_spec.shape, num_actions, **(model_kwargs or {}))
+    network = Keras3Network(time_step_spec.observation, model_fn, name=f"{agent}_network")
+
+    train_step = train_utils.create_train_step()
+    tf_agent = VTraceAgent(
+        time_step_spec, action_tensor_spec, network, impala_rmsprop(learning_rate),
+        discount=discount, entropy_cost=entropy_cost, baseline_cost=baseline_cost,
+        gradient_clip_norm=gradient_clip_norm, jit_compile=jit_compile,
+        train_step_counter=train_step)
+    tf_agent.initialize()
+
+    unrolls = UnrollQueue(tf_agent.collect_data_spec, num_envs, unroll_length)
+    policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
+    agent_learner = learner.Learner(
+        root_dir, train_step, tf_agent, experience_dataset_fn=unrolls.as_dataset,
+        checkpoint_interval=checkpoint_interval, summary_interval=log_interval,
+        triggers=[triggers.PolicySavedModelTrigger(policies_dir, tf_agent, train_step,
+                                                   interval=policy_save_interval)])
+    collect_policy = py_tf_eager_policy.PyTFEagerPolicy(tf_agent.collect_policy,
+                                                        use_tf_function=True)
+    collect_actor = actor.Actor(
+        collect_env, collect_policy, train_step, steps_per_run=num_envs * unroll_length,
+        observers=[unrolls], summary_dir=os.path.join(root_dir, "collect"),
+        summary_interval=log_interval)
+    summary_writer = tf.summary.create_file_writer(os.path.join(root_dir, "collect_extra"))
+    eval_writer = tf.summary.create_file_writer(os.path.join(root_dir, "eval"))
+
+    frames_per_step = num_envs * unroll_length
+    start_step = int(train_step.numpy())
+    if start_step:
+        print_fn(f"Resuming from {root_dir}: train step {start_step}")
+    print_fn(f"Training {agent} agent ({network.keras_model.count_params():,} parameters, "
+             f"{algorithm}) on {env_name} BoxWorld: {num_envs} envs x {unroll_length} steps per "
+             f"update, {num_iterations} updates")
+    started = time.perf_counter()
+    last_log_time, last_log_step, last_episode_count = started, start_step, 0
+    history = []
+
+    def run_eval(step):
+        episodes = evaluate(tf_agent.collect_policy, env_name, eval_episodes, seed + 10_000,
+                            **eval_env_kwargs)
+        rate = _solve_rate(episodes)
+        with eval_writer.as_default(step=step):
+            tf.summary.scalar("solve_rate", rate)
+            tf.summary.scalar("average_return", np.mean([e.episode_return for e in episodes]))
+        print_fn(f"eval @ step {step}: solved {100 * rate:.1f}% of {len(episodes)} episodes")
+        return rate
+
+    try:
+        while int(train_step.numpy()) < num_iterations:
+            collect_actor.run()
+            while unrolls.qsize() and int(train_step.numpy()) < num_iterations:
+                loss_info = agent_learner.run(iterations=1)
+            step = int(train_step.numpy())
+            if step - last_log_step >= log_interval or step >= num_iterations:
+                now = time.perf_counter()
+                fps = (step - last_log_step) * frames_per_step / max(now - last_log_time, 1e-9)
+                recent = collect_env.finished_episodes[last_episode_count:]
+                solve_rate = _solve_rate(recent)
+                mean_return = float(np.mean([e.episode_return for e in recent])) if recent \
+                    else float("nan")
+                with summary_writer.as_default(step=step):
+                    tf.summary.scalar("frames_per_second", fps)
+                    tf.summary.scalar("solve_rate", solve_rate)
+                    tf.summary.scalar("average_return", mean_return)
+                print_fn(f"step {step:6d} | frames {step * frames_per_step:9d} | "
+                         f"{fps:7.0f} frames/s | episodes {len(recent):4d} | "
+                         f"return {mean_return:6.2f} | solved {100 * solve_rate:5.1f}% | "
+                         f"loss {float(loss_info.loss):9.3f}")
+                history.append(dict(step=step, frames=step * frames_per_step, fps=fps,
+                                    solve_rate=solve_rate, seconds=now - started))
+                last_log_time, last_log_step = now, step
+                last_episode_count = len(collect_env.finished_episodes)
+            if eval_interval and step % eval_interval == 0:
+                run_eval(step)
+    finally:
+        unrolls.close()
+
+    step = int(train_step.numpy())
+    agent_learner._checkpointer.save(train_step)  # the final state, whatever the interval
+    eval_rate = run_eval(step) if eval_episodes else float("nan")
+    # PolicySaver exports of the greedy and collect (sampling) policies, and the Keras 3 model.
+    saver_trigger = triggers.PolicySavedModelTrigger(policies_dir, tf_agent, train_step,
+                                                     interval=1)
+    saver_trigger(step, force_trigger=True)
+    keras_model_dir = os.path.join(root_dir, "keras_model")
+    network.keras_model.export(keras_model_dir, verbose=False)
+    elapsed = time.perf_counter() - started
+    result = dict(
+        train_step=step, frames=step * frames_per_step,
+        frames_per_second=(step - start_step) * frames_per_step / max(elapsed, 1e-9),
+        eval_solve_rate=eval_rate, policies_dir=policies_dir, keras_model_dir=keras_model_dir,
+        history=history)
+    with open(os.path.join(root_dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, policies in "
+             f"{policies_dir}, Keras model in {keras_model_dir}")
+    # Release the generator-backed dataset iterator while Python is alive; left to interpreter
+    # shutdown, TensorFlow fails to finalize it and prints a spurious error.
+    agent_learner._experience_iterator = None
+    del agent_learner
+    gc.collect()
+    return result

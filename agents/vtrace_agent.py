@@ -1,0 +1,133 @@
+"""An IMPALA-style V-trace actor-critic agent for TF-Agents (which has none)."""
+
+import collections
+
+import tensorflow as tf
+import tensorflow_probability as tfp
+from tf_agents.agents import tf_agent
+from tf_agents.policies import greedy_policy
+from tf_agents.trajectories import time_step as ts
+
+from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+from keras_relational.agents.vtrace import vtrace_returns
+
+VTraceLossInfo = collections.namedtuple(
+    "VTraceLossInfo", ["policy_gradient_loss", "value_loss", "entropy", "gradient_norm"])
+
+
+def impala_rmsprop(learning_rate):
+    """RMSProp as IMPALA / Zambaldi et al. / Clift et al.: decay 0.99, momentum 0, epsilon 0.1."""
+    return tf.keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, momentum=0.0,
+                                       epsilon=0.1)
+
+
+class VTraceAgent(tf_agent.TFAgent):
+    """Off-policy actor-critic with V-trace targets (Espeholt et al. 2018), as a ``TFAgent``.
+
+    Trains on batches of trajectories ``[B, T+1]`` (consecutive unrolls overlapping by one step)
+    collected by :attr:`collect_policy`, whose ``policy_info["logits"]`` records the behaviour
+    policy. The loss, summed over time and batch as in IMPALA, is
+
+    ``-sum rho_s A_s log pi(a_s|x_s) + baseline_cost * 0.5 sum (v_s - V(x_s))^2
+    - entropy_cost * sum H(pi(.|x_s))``
+
+    with ``v_s`` and ``A_s`` from :func:`vtrace_returns`; transitions across an episode boundary
+    are masked out, and a truncated episode (discount 1 at the time limit) bootstraps from the
+    value of its last observation.
+
+    Args:
+        time_step_spec, action_spec: the environment's specs (scalar discrete actions).
+        network: a TF-Agents network returning ``((logits, value), state)``, e.g.
+            :class:`Keras3Network` around a model from ``keras_relational.models``.
+        optimizer: a tf-keras optimizer; :func:`impala_rmsprop` gives the papers' settings.
+        discount: gamma (0.99, Zambaldi et al. 2019).
+        entropy_cost: 0.005 (Zambaldi et al. 2019 on Box-World).
+        baseline_cost: value-loss weight (0.5, IMPALA default; not given by the paper).
+        gradient_clip_norm: global-norm clip (40, a common IMPALA setting; None disables).
+        clip_rho_threshold, clip_c_threshold, clip_pg_rho_threshold: V-trace's rho_bar, c_bar
+            and the policy-gradient rho_bar (1, IMPALA).
+        jit_compile: compile the loss and gradient computation with XLA.
+        train_step_counter: optional ``tf.Variable`` counting train steps.
+    """
+
+    def __init__(self, time_step_spec, action_spec, network, optimizer, discount=0.99,
+                 entropy_cost=0.005, baseline_cost=0.5, gradient_clip_norm=40.0,
+                 clip_rho_threshold=1.0, clip_c_threshold=1.0, clip_pg_rho_threshold=1.0,
+                 jit_compile=True, train_step_counter=None, name=None):
+        tf.Module.__init__(self, name=name)
+        if action_spec.shape.rank != 0 or not action_spec.dtype.is_integer:
+            raise ValueError(
+                f"VTraceAgent needs a scalar integer `action_spec`, received {action_spec}.")
+        network.create_variables(time_step_spec.observation)
+        self._network = network
+        self._optimizer = optimizer
+        self._discount = discount
+        self._entropy_cost = entropy_cost
+        self._baseline_cost = baseline_cost
+        self._gradient_clip_norm = gradient_clip_norm
+        self._clip_thresholds = dict(clip_rho_threshold=clip_rho_threshold,
+                                     clip_c_threshold=clip_c_threshold,
+                                     clip_pg_rho_threshold=clip_pg_rho_threshold)
+        collect_policy = ActorCriticPolicy(time_step_spec, action_spec, network)
+        policy = greedy_policy.GreedyPolicy(collect_policy)
+        super().__init__(time_step_spec, action_spec, policy, collect_policy,
+                         train_sequence_length=None, train_step_counter=train_step_counter)
+        self._loss_and_gradients = tf.function(self._loss_and_gradients_impl,
+                                               jit_compile=jit_compile)
+
+    @property
+    def network(self):
+        return self._network
+
+    def _initialize(self):
+        return tf.no_op()
+
+    def _loss_and_gradients_impl(self, experience):
+        variables = self._network.trainable_variables
+        # Time-major [T+1, B].
+        to_time_major = lambda t: tf.nest.map_structure(  # noqa: E731
+            lambda x: tf.transpose(x, [1, 0, *range(2, x.shape.rank)]), t)
+        traj = to_time_major(experience)
+        with tf.GradientTape() as tape:
+            (logits, values), _ = self._network(traj.observation, step_type=traj.step_type,
+                                                training=True)
+            actions = traj.action[:-1]
+            target_logits = logits[:-1]
+            behaviour_logits = traj.policy_info["logits"][:-1]
+            target = tfp.distributions.Categorical(logits=target_logits)
+            behaviour = tfp.distributions.Categorical(logits=behaviour_logits)
+            target_log_probs = target.log_prob(actions)
+            log_rhos = target_log_probs - behaviour.log_prob(actions)
+            # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
+            mask = tf.cast(~tf.equal(traj.step_type[:-1], ts.StepType.LAST), tf.float32)
+            discounts = self._discount * traj.discount[:-1] * mask
+            returns = vtrace_returns(tf.stop_gradient(log_rhos), discounts, traj.reward[:-1],
+                                     tf.stop_gradient(values[:-1]),
+                                     tf.stop_gradient(values[-1]), mask=mask,
+                                     **self._clip_thresholds)
+            pg_loss = -tf.reduce_sum(mask * returns.pg_advantages * target_log_probs)
+            value_loss = 0.5 * tf.reduce_sum(mask * tf.square(returns.vs - values[:-1]))
+            entropy = tf.reduce_sum(mask * target.entropy())
+            loss = pg_loss + self._baseline_cost * value_loss - self._entropy_cost * entropy
+        gradients = tape.gradient(loss, variables)
+        gradient_norm = tf.linalg.global_norm(gradients)
+        if self._gradient_clip_norm is not None:
+            gradients, _ = tf.clip_by_global_norm(gradients, self._gradient_clip_norm,
+                                                  use_norm=gradient_norm)
+        return loss, gradients, VTraceLossInfo(pg_loss, value_loss, entropy, gradient_norm)
+
+    def _train(self, experience, weights=None):
+        del weights
+        loss, gradients, extra = self._loss_and_gradients(experience)
+        variables = self._network.trainable_variables
+        self._optimizer.apply_gradients(zip(gradients, variables, strict=True))
+        self.train_step_counter.assign_add(1)
+        if self.summaries_enabled:
+            with tf.name_scope("Losses/"):
+                for name, value in extra._asdict().items():
+                    tf.compat.v2.summary.scalar(name, value, step=self.train_step_counter)
+        return tf_agent.LossInfo(loss, extra)
+
+    def _loss(self, experience, weights=None, training=False):
+        loss, _, extra = self._loss_and_gradients(experience)
+        return tf_agent.LossInfo(loss, extra)

@@ -1,0 +1,118 @@
+"""The Box-World agents' networks as Keras 3 models: observation -> (policy logits, value).
+
+* :func:`relational_agent` - Zambaldi et al. (2019): conv stem -> entities with coordinates ->
+  relational module -> entity max-pool -> 4 x Dense(256) -> logits and value.
+* :func:`baseline_agent` - the same with the relational module replaced by residual conv blocks.
+* :func:`simplicial_agent` - Clift et al. (2020): the same stem with 2-simplicial Transformer
+  blocks and virtual entities.
+
+The models take uint8 (or float) RGB frames ``[B, H, W, C]`` and scale them to [0, 1] inside,
+so an exported model serves raw environment observations. They are backend-agnostic (pure
+Keras 3) and export with ``model.export``; ``agents.Keras3Network`` puts them into TF-Agents.
+
+Example:
+
+>>> model = relational_agent()
+>>> logits, value = model(np.zeros((2, 14, 14, 3), "uint8"))
+>>> tuple(logits.shape), tuple(value.shape)
+((2, 4), (2,))
+"""
+
+import keras
+
+import keras_relational
+
+
+def _stem(inputs, conv_filters, padding, name):
+    """Scales pixels to [0, 1] and applies the 2x2 ReLU conv stem (Zambaldi et al., Sec. 3)."""
+    x = keras.layers.Rescaling(1.0 / 255.0, name=f"{name}_rescale")(
+        keras.ops.cast(inputs, "float32"))
+    for i, filters in enumerate(conv_filters):
+        x = keras.layers.Conv2D(filters, 2, padding=padding, activation="relu",
+                                name=f"{name}_conv{i}")(x)
+    return x
+
+
+def _heads(pooled, head_units, num_actions, name):
+    """``len(head_units)`` Dense+ReLU layers, then linear policy logits and a scalar value."""
+    x = pooled
+    for i, units in enumerate(head_units):
+        x = keras.layers.Dense(units, activation="relu", name=f"{name}_fc{i}")(x)
+    logits = keras.layers.Dense(num_actions, name="policy_logits")(x)
+    value = keras.layers.Reshape((), name="value")(keras.layers.Dense(1, name="value_head")(x))
+    return logits, value
+
+
+def relational_agent(
+    observation_shape=(14, 14, 3),  # Box-World frame with its 1-pixel wall [R]
+    num_actions=4,
+    conv_filters=(12, 24),  # Zambaldi et al. 2019, Sec. 3 / App.: 12 and 24 kernels, 2x2
+    padding="same",  # spec 2.6 #1 (Sonnet default); "valid" gives N = 144
+    num_blocks=1,  # Zambaldi et al.: 1 block for distractor branch length 1
+    share_weights=True,  # Zambaldi et al.: shared parameters across blocks
+    num_heads=2,  # Zambaldi et al.: 2 to 4 heads
+    key_dim=64,  # Zambaldi et al.: d = 64
+    mlp_hidden_units=(256,),  # spec choice 6
+    head_units=(256, 256, 256, 256),  # Zambaldi et al.: 4 FC layers (width: spec choice 10)
+    return_attention_scores=False,
+    name="relational_agent",
+):
+    """Zambaldi et al.'s relational Box-World agent.
+
+    With the defaults it has 257,799 parameters (spec section 3.1).
+
+    Returns:
+        ``keras.Model``: observation ``[B, H, W, C]`` -> ``(logits [B, A], value [B])``, plus the
+        attention of every block ``[B, K, H, N, N]`` when ``return_attention_scores``.
+    """
+    inputs = keras.Input(observation_shape, name="observation")
+    features = _stem(inputs, conv_filters, padding, name)
+    entities = keras_relational.SpatialEntities(name="entities")(features)
+    entities, attention = keras_relational.RelationalModule(
+        num_blocks=num_blocks, share_weights=share_weights, num_heads=num_heads, key_dim=key_dim,
+        mlp_hidden_units=mlp_hidden_units, name="relational_module",
+    )(entities, return_attention_scores=True)
+    pooled = keras_relational.EntityMaxPool(name="max_pool")(entities)
+    logits, value = _heads(pooled, head_units, num_actions, name)
+    outputs = (logits, value, attention) if return_attention_scores else (logits, value)
+    return keras.Model(inputs, outputs, name=name)
+
+
+def baseline_agent(
+    observation_shape=(14, 14, 3),
+    num_actions=4,
+    conv_filters=(12, 24),
+    padding="same",
+    num_residual_blocks=3,  # Zambaldi et al.: 3 to 6 residual conv blocks
+    residual_kernel_size=3,  # Zambaldi et al.: 3x3 kernels, 26 channels
+    readout="max_pool",  # spec choice 13; "flatten" as an ablation
+    head_units=(256, 256, 256, 256),
+    name="baseline_agent",
+):
+    """The non-relational Box-World baseline: residual conv blocks in place of attention.
+
+    Each block is ``x + conv(relu(conv(relu(x))))`` with ``C + 2`` channels (the stem output with
+    its coordinate channels), as spec section 3.2.
+    """
+    if readout not in ("max_pool", "flatten"):
+        raise ValueError(f"`readout` must be 'max_pool' or 'flatten', received {readout!r}.")
+    inputs = keras.Input(observation_shape, name="observation")
+    features = _stem(inputs, conv_filters, padding, name)
+    height, width = features.shape[1], features.shape[2]
+    entities = keras_relational.SpatialEntities(name="entities")(features)
+    channels = entities.shape[-1]
+    x = keras.layers.Reshape((height, width, channels))(entities)
+    for i in range(num_residual_blocks):
+        y = keras.layers.ReLU()(x)
+        y = keras.layers.Conv2D(channels, residual_kernel_size, padding="same",
+                                name=f"{name}_res{i}_a")(y)
+        y = keras.layers.ReLU()(y)
+        y = keras.layers.Conv2D(channels, residual_kernel_size, padding="same",
+                                name=f"{name}_res{i}_b")(y)
+        x = keras.layers.Add()([x, y])
+    if readout == "max_pool":
+        pooled = keras.layers.GlobalMaxPooling2D()(x)
+    else:
+        pooled = keras.layers.Flatten()(x)
+    logits, value = _heads(pooled, head_units, num_actions, name)
+    return keras.Model(inputs, (logits, value), name=name)

@@ -1,0 +1,77 @@
+import numpy as np
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
+from tf_agents.utils import common
+
+from keras_relational.agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.keras3_network import Keras3Network
+from keras_relational.agents.train_eval import agent_model_fn
+from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
+
+_SMALL = dict(key_dim=8, mlp_hidden_units=(16,), head_units=(16,))
+
+
+def _specs(env):
+    return (tensor_spec.from_spec(env.time_step_spec()),
+            tensor_spec.from_spec(env.action_spec()))
+
+
+def _network(env, **kwargs):
+    model_fn = agent_model_fn("relational", env.observation_spec().shape, 4, **_SMALL)
+    return Keras3Network(tensor_spec.from_spec(env.observation_spec()), model_fn, **kwargs)
+
+
+def test_every_keras3_variable_is_trained_and_checkpointed(tmp_path):
+    env = make_boxworld_environment(num_envs=4, goal_length=1, num_distractors=0)
+    time_step_spec, action_spec = _specs(env)
+    network = _network(env)
+    agent = VTraceAgent(time_step_spec, action_spec, network, impala_rmsprop(1e-2),
+                        jit_compile=False)
+    keras_variables = network.keras_model.trainable_variables
+    tracked = {id(v) for v in agent.collect_policy.variables()}
+    assert len(keras_variables) > 10
+    for variable in keras_variables:
+        assert id(variable.value) in tracked, variable.path
+    assert {id(v) for v in network.trainable_variables} == {id(v.value) for v in keras_variables}
+
+    # One train step on a random [B, T+1] batch changes every variable.
+    spec = tensor_spec.add_outer_dims_nest(agent.collect_data_spec, (4, 6))
+    experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)
+    rng = np.random.RandomState(0)
+    experience = experience._replace(
+        observation=tf.constant(rng.randint(0, 256, size=(4, 6, 14, 14, 3)).astype("uint8")),
+        action=tf.constant(rng.randint(0, 4, size=(4, 6)).astype("int32")),
+        policy_info={"logits": tf.constant(rng.normal(size=(4, 6, 4)).astype("float32"))},
+        reward=tf.constant(rng.normal(size=(4, 6)).astype("float32")),
+        step_type=tf.fill((4, 6), ts.StepType.MID),
+        next_step_type=tf.fill((4, 6), ts.StepType.MID),
+        discount=tf.ones((4, 6)))
+    before = [v.numpy().copy() for v in keras_variables]
+    loss = agent.train(experience).loss
+    assert np.isfinite(loss.numpy())
+    for variable, old in zip(keras_variables, before, strict=True):
+        assert not np.array_equal(variable.numpy(), old), f"{variable.path} did not change"
+
+    # A tf.train checkpoint of the agent saves and restores the Keras 3 weights.
+    checkpointer = common.Checkpointer(str(tmp_path / "ckpt"), agent=agent)
+    checkpointer.save(global_step=tf.constant(1, tf.int64))
+    trained = [v.numpy().copy() for v in keras_variables]
+    for variable in keras_variables:
+        variable.assign(np.zeros(variable.shape, variable.dtype))
+    common.Checkpointer(str(tmp_path / "ckpt"), agent=agent).initialize_or_restore()
+    for variable, value in zip(keras_variables, trained, strict=True):
+        np.testing.assert_array_equal(variable.numpy(), value)
+
+
+def test_copies_share_no_variables_and_outer_dims_are_squashed():
+    env = make_boxworld_environment(num_envs=2, goal_length=1, num_distractors=0)
+    network = _network(env)
+    network.create_variables()
+    target = network.copy(name="target")
+    target.create_variables()
+    assert not {id(v) for v in network.variables} & {id(v) for v in target.variables}
+    assert len(target.variables) == len(network.variables)
+    observation = tf.zeros((3, 5, 14, 14, 3), tf.uint8)  # [B, T, ...] as PPO feeds
+    (logits, value), _ = network(observation)
+    assert logits.shape == (3, 5, 4) and value.shape == (3, 5)

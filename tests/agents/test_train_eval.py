@@ -1,0 +1,84 @@
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from keras_relational.agents.train_eval import train_eval
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TINY = dict(env_kwargs=dict(goal_length=1, num_distractors=0), num_envs=4, unroll_length=5,
+             model_kwargs=dict(key_dim=8, mlp_hidden_units=(16,), head_units=(16,)),
+             log_interval=1)
+
+
+def _checkpoint_steps(root):
+    files = glob.glob(os.path.join(root, "train", "checkpoints", "ckpt-*.index"))
+    return sorted(int(f.rsplit("-", 1)[1].split(".")[0]) for f in files)
+
+
+def test_smoke_trains_exports_and_plays(tmp_path):
+    root = str(tmp_path / "run")
+    lines = []
+    result = train_eval(root, num_iterations=2, eval_episodes=4, print_fn=lines.append, **_TINY)
+    assert result["train_step"] == 2
+    assert any("frames/s" in line for line in lines)
+    assert _checkpoint_steps(root)[-1] == 2
+    for policy in ("policy", "collect_policy", "greedy_policy"):
+        assert os.path.exists(os.path.join(root, "policies", policy, "saved_model.pb")), policy
+    assert os.path.exists(os.path.join(result["keras_model_dir"], "saved_model.pb"))
+    with open(os.path.join(root, "result.json")) as f:
+        assert json.load(f)["train_step"] == 2
+    # The exported policy plays in a fresh process with no training code.
+    code = textwrap.dedent(f"""
+        import keras_relational.agents
+        from keras_relational import environments
+        from keras_relational.experiments.play_boxworld import play
+        env = environments.BoxWorld(goal_length=1, num_distractors=0, seed=0)
+        results, _ = play({os.path.join(root, "policies", "collect_policy")!r}, env, 2)
+        assert len(results) == 2 and all(r["steps"] > 0 for r in results), results
+        print("played", results)
+    """)
+    played = subprocess.run([sys.executable, "-c", code], cwd=_REPO_ROOT, capture_output=True,
+                            text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert played.returncode == 0, played.stderr[-3000:]
+    assert "played" in played.stdout
+
+
+def _train_command(root, num_iterations):
+    return [sys.executable, "-c", textwrap.dedent(f"""
+        from keras_relational.agents.train_eval import train_eval
+        train_eval({root!r}, num_iterations={num_iterations}, checkpoint_interval=2,
+                   eval_episodes=0, policy_save_interval=10_000, **{_TINY!r})
+    """)]
+
+
+@pytest.mark.slow
+def test_resumes_after_kill_9(tmp_path):
+    """A training process killed with SIGKILL resumes from its last checkpoint when restarted."""
+    root = str(tmp_path / "run")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.Popen(_train_command(root, 10_000), cwd=_REPO_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and not [s for s in _checkpoint_steps(root) if s >= 4]:
+            time.sleep(1)
+            assert process.poll() is None, "training process died before a checkpoint"
+        assert [s for s in _checkpoint_steps(root) if s >= 4], "no checkpoint within 240 s"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    killed_at = _checkpoint_steps(root)[-1]
+    restarted = subprocess.run(_train_command(root, killed_at + 2), cwd=_REPO_ROOT, env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    assert f"Resuming from {root}: train step {killed_at}" in restarted.stdout, restarted.stdout
+    with open(os.path.join(root, "result.json")) as f:
+        assert json.load(f)["train_step"] == killed_at + 2
+    assert _checkpoint_steps(root)[-1] == killed_at + 2
