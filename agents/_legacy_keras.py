@@ -22,6 +22,9 @@ def _tf_keras_is_keras3():
     tf_module = sys.modules.get("tensorflow")
     if tf_module is None:
         return False
+    submodule = sys.modules.get("tensorflow.keras")
+    if submodule is not None and "tf_keras" not in (getattr(submodule, "__file__", "") or ""):
+        return True
     keras_attr = tf_module.__dict__.get("keras")
     if keras_attr is None:
         return False
@@ -55,3 +58,29 @@ def ensure_legacy_tf_keras():
             "`tf.keras`, or start a fresh process. `import keras` (Keras 3) is fine either way."
         )
     os.environ[_FLAG] = "1"
+    _route_tensorflow_keras_submodule()
+
+
+def _route_tensorflow_keras_submodule():
+    """Makes ``import tensorflow.keras`` find tf-keras when TensorFlow was imported earlier.
+
+    TensorFlow reads the flag twice: lazily for the ``tf.keras`` attribute, but also once at
+    ``import tensorflow``, when it puts the Keras 3 (or tf-keras) API directory in front of its
+    package ``__path__``. Modules that run ``import tensorflow.keras`` / ``from tensorflow.keras
+    import ...`` (TF-Agents does) then get whatever was chosen at that time. ``import keras``
+    imports TensorFlow, so with ``import keras_relational`` first that choice was Keras 3; put
+    tf-keras's API directory in front instead.
+    """
+    tf_module = sys.modules.get("tensorflow")
+    if tf_module is None:
+        return  # TensorFlow will read the flag itself when it is imported
+    from tensorflow.python.tools import module_util
+
+    tf_keras_dir = module_util.get_parent_dir_for_name("tf_keras.api._v2.keras")
+    if tf_keras_dir is None:
+        raise LegacyKerasError(
+            "keras_relational.agents needs the tf-keras package (pip install tf-keras==2.21.0).")
+    path = tf_module.__path__
+    if tf_keras_dir in path:
+        path.remove(tf_keras_dir)
+    path.insert(0, tf_keras_dir)

@@ -28,7 +28,7 @@ from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
 from keras_relational.models import boxworld_agents
 
 AGENTS = ("relational", "simplicial", "baseline")
-ALGORITHMS = ("vtrace",)
+ALGORITHMS = ("vtrace", "ppo")
 
 
 def agent_model_fn(agent, observation_shape, num_actions, **model_kwargs):
@@ -41,6 +41,31 @@ def agent_model_fn(agent, observation_shape, num_actions, **model_kwargs):
         raise ValueError(f"`agent` must be one of {sorted(builders)}, received {agent!r}.")
     return functools.partial(builders[agent], observation_shape=tuple(observation_shape),
                              num_actions=num_actions, **model_kwargs)
+
+
+def make_ppo_agent(time_step_spec, action_spec, model_fn, learning_rate, discount=0.99,
+                   entropy_cost=0.005, gradient_clip_norm=40.0, num_epochs=4, train_step=None):
+    """TF-Agents' ``PPOClipAgent`` with our Keras 3 network as actor and as value function.
+
+    The actor and the value network are two copies of the same Keras 3 architecture (TF-Agents'
+    PPO keeps them separate); the actor's logits become a ``tfp`` Categorical on the TF side.
+    """
+    import tensorflow_probability as tfp
+    from tf_agents.agents.ppo import ppo_clip_agent
+
+    actor_net = Keras3Network(
+        time_step_spec.observation, model_fn, name="actor_network",
+        output_fn=lambda outputs: tfp.distributions.Categorical(logits=outputs[0],
+                                                                dtype=action_spec.dtype))
+    value_net = Keras3Network(time_step_spec.observation, model_fn, name="value_network",
+                              output_fn=lambda outputs: outputs[1])
+    return ppo_clip_agent.PPOClipAgent(
+        time_step_spec, action_spec, optimizer=tf.keras.optimizers.Adam(learning_rate),
+        actor_net=actor_net, value_net=value_net, importance_ratio_clipping=0.2,
+        discount_factor=discount, entropy_regularization=entropy_cost, num_epochs=num_epochs,
+        use_gae=True, normalize_observations=False, normalize_rewards=False,
+        gradient_clipping=gradient_clip_norm, compute_value_and_advantage_in_train=True,
+        update_normalizers_in_train=False, train_step_counter=train_step)
 
 
 def _solve_rate(episodes):
@@ -91,7 +116,8 @@ def train_eval(
         root_dir: output directory; re-running with the same directory resumes.
         env_name: ``"original"`` (Zambaldi et al.) or ``"bridge"`` (Clift et al.).
         agent: ``"relational"``, ``"simplicial"`` or ``"baseline"``.
-        algorithm: ``"vtrace"`` (IMPALA-style V-trace actor-critic).
+        algorithm: ``"vtrace"`` (IMPALA-style V-trace actor-critic, RMSProp) or ``"ppo"``
+            (TF-Agents' ``PPOClipAgent`` with our networks, Adam).
         env_kwargs: BoxWorld level parameters for training (e.g. ``dict(goal_length=(1, 2))``).
         model_kwargs: keyword arguments of the network builder in ``keras_relational.models``.
         num_iterations: learner steps; each consumes ``num_envs * unroll_length`` frames.
@@ -129,11 +155,16 @@ def train_eval(
     network = Keras3Network(time_step_spec.observation, model_fn, name=f"{agent}_network")
 
     train_step = train_utils.create_train_step()
-    tf_agent = VTraceAgent(
-        time_step_spec, action_tensor_spec, network, impala_rmsprop(learning_rate),
-        discount=discount, entropy_cost=entropy_cost, baseline_cost=baseline_cost,
-        gradient_clip_norm=gradient_clip_norm, jit_compile=jit_compile,
-        train_step_counter=train_step)
+    if algorithm == "vtrace":
+        tf_agent = VTraceAgent(
+            time_step_spec, action_tensor_spec, network, impala_rmsprop(learning_rate),
+            discount=discount, entropy_cost=entropy_cost, baseline_cost=baseline_cost,
+            gradient_clip_norm=gradient_clip_norm, jit_compile=jit_compile,
+            train_step_counter=train_step)
+    else:
+        tf_agent = make_ppo_agent(time_step_spec, action_tensor_spec, model_fn, learning_rate,
+                                  discount=discount, entropy_cost=entropy_cost,
+                                  gradient_clip_norm=gradient_clip_norm, train_step=train_step)
     tf_agent.initialize()
 
     unrolls = UnrollQueue(tf_agent.collect_data_spec, num_envs, unroll_length)

@@ -16,7 +16,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
 flags.DEFINE_enum("env", "original", ["original", "bridge"], "BoxWorld variant.")
 flags.DEFINE_enum("agent", "relational", ["relational", "simplicial", "baseline"], "Network.")
-flags.DEFINE_enum("algorithm", "vtrace", ["vtrace"], "Learning algorithm.")
+flags.DEFINE_enum("algorithm", "vtrace", ["vtrace", "ppo"], "Learning algorithm.")
 flags.DEFINE_list("goal_length", ["1", "2", "3", "4"], "Solution lengths L (original BoxWorld).")
 flags.DEFINE_list("num_distractors", ["0", "1", "2", "3", "4"], "Distractor branch counts.")
 flags.DEFINE_integer("distractor_length", 1, "Boxes per distractor branch (original BoxWorld).")

@@ -59,14 +59,20 @@ def test_layer_package_imports_fast_once_tensorflow_is_cached():
 
 
 def test_agents_routes_tf_keras_to_tf_keras():
+    # The layer package (and so Keras 3 and TensorFlow) is imported first, then the agents, then
+    # TF-Agents, which uses `import tensorflow.keras` as well as the `tf.keras` attribute.
     result = run_python("""
         import os
         import keras
+        import keras_relational
         import keras_relational.agents
         assert os.environ["TF_USE_LEGACY_KERAS"] == "1"
         import tensorflow as tf
-        module = tf.keras.layers.Dense.__module__
-        assert module.startswith("tf_keras."), module
+        import tf_agents.networks
+        import tensorflow.keras as tensorflow_keras
+        for module in (tf.keras.layers.Dense.__module__, tf.keras.optimizers.Adam.__module__,
+                       tensorflow_keras.optimizers.RMSprop.__module__):
+            assert module.startswith("tf_keras."), module
         assert keras.__version__.startswith("3."), keras.__version__  # Keras 3 still there
         print("ok")
     """)

@@ -116,3 +116,55 @@ def baseline_agent(
         pooled = keras.layers.Flatten()(x)
     logits, value = _heads(pooled, head_units, num_actions, name)
     return keras.Model(inputs, (logits, value), name=name)
+
+
+def simplicial_agent(
+    observation_shape=(7, 10, 3),  # bridge BoxWorld: 7 rows, 9 columns + inventory [P]
+    num_actions=4,
+    conv_filters=(12, 24),  # Clift et al. 2020, Sec. 5: two 2x2 convs, 12 and 24 filters [P]
+    padding="valid",  # [P]
+    model_dim=64,  # D = 64: a 62-wide projection plus 2 coordinates [P]
+    num_blocks=2,  # 2 iterations, shared weights [P]
+    num_heads=2,  # 1-simplicial: 2 heads x 32 [P]
+    key_dim=32,
+    simplicial_key_dim=48,  # one 2-simplicial head of width 48 [P]
+    num_virtual_entities=2,  # M = 2 [P]
+    use_simplicial=True,
+    mlp_hidden_units=(64,),  # [P/C]
+    head_units=(256, 256, 256, 256),  # [P]
+    return_attention_scores=False,
+    name="simplicial_agent",
+):
+    """Clift et al.'s simplicial Box-World agent (``use_simplicial=False``: their relational one).
+
+    Conv stem (valid padding) -> per-position linear projection to ``model_dim - 2`` (no bias) ->
+    (x, y) coordinates in [-1, 1] -> :class:`keras_relational.SimplicialTransformerBlock`
+    iterated ``num_blocks`` times with shared weights and ``num_virtual_entities`` virtual
+    entities -> max-pool over the standard entities -> 4 x Dense(256) -> logits and value.
+    The paper appends the coordinates as (row, column); we append (x, y) = (column, row) as
+    :class:`keras_relational.SpatialEntities` does everywhere (the next layer is linear, so the
+    order only permutes its weights).
+
+    Returns:
+        ``keras.Model``: observation -> ``(logits [B, A], value [B])`` (+ the block's attention
+        scores when ``return_attention_scores``).
+    """
+    inputs = keras.Input(observation_shape, name="observation")
+    features = _stem(inputs, conv_filters, padding, name)
+    features = keras.layers.Dense(model_dim - 2, use_bias=False, name=f"{name}_projection")(
+        features)
+    entities = keras_relational.SpatialEntities(name="entities")(features)
+    block = keras_relational.SimplicialTransformerBlock(
+        num_heads=num_heads, key_dim=key_dim, simplicial_key_dim=simplicial_key_dim,
+        num_virtual_entities=num_virtual_entities if use_simplicial else None,
+        num_iterations=num_blocks, use_simplicial=use_simplicial,
+        mlp_hidden_units=mlp_hidden_units, name="simplicial_block",
+    )
+    if return_attention_scores:
+        entities, attention = block(entities, return_attention_scores=True)
+    else:
+        entities = block(entities)
+    pooled = keras_relational.EntityMaxPool(name="max_pool")(entities)
+    logits, value = _heads(pooled, head_units, num_actions, name)
+    outputs = (logits, value, attention) if return_attention_scores else (logits, value)
+    return keras.Model(inputs, outputs, name=name)

@@ -26,8 +26,9 @@ def test_every_keras3_variable_is_trained_and_checkpointed(tmp_path):
     env = make_boxworld_environment(num_envs=4, goal_length=1, num_distractors=0)
     time_step_spec, action_spec = _specs(env)
     network = _network(env)
-    agent = VTraceAgent(time_step_spec, action_spec, network, impala_rmsprop(1e-2),
-                        jit_compile=False)
+    optimizer = impala_rmsprop(1e-2)
+    assert type(optimizer).__module__.startswith("tf_keras."), type(optimizer).__module__
+    agent = VTraceAgent(time_step_spec, action_spec, network, optimizer, jit_compile=False)
     keras_variables = network.keras_model.trainable_variables
     tracked = {id(v) for v in agent.collect_policy.variables()}
     assert len(keras_variables) > 10

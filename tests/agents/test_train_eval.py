@@ -82,3 +82,12 @@ def test_resumes_after_kill_9(tmp_path):
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == killed_at + 2
     assert _checkpoint_steps(root)[-1] == killed_at + 2
+
+
+def test_ppo_smoke(tmp_path):
+    """TF-Agents' PPOClipAgent trains our Keras 3 networks through the same loop."""
+    root = str(tmp_path / "ppo")
+    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0,
+                        print_fn=lambda line: None, **_TINY)
+    assert result["train_step"] >= 2
+    assert os.path.exists(os.path.join(root, "policies", "greedy_policy", "saved_model.pb"))

@@ -1,0 +1,416 @@
+"""2-simplicial attention: each query attends to pairs of entities (Clift et al. 2020, Sec. 2)."""
+
+import keras
+from keras import ops
+
+from keras_relational.layers import _checks, _utils
+
+_MODES = ("virtual", "full")
+# Floor on a squared norm before its square root: the norm's gradient stays finite at the zero
+# vector, and every vector longer than 1e-15 is untouched (float32 normals reach 1.2e-38).
+_MIN_SQUARED_NORM = 1e-30
+
+
+def _norm(x):
+    """``[B, H, I, d]`` -> ``[B, H, I]`` (a contraction, not a reduce: faster on XLA's CPU)."""
+    squared = ops.einsum("bhid,bhid->bhi", x, x)
+    return ops.sqrt(ops.maximum(squared, ops.cast(_MIN_SQUARED_NORM, squared.dtype)))
+
+
+def triple_product_logits(p, l1, l2, sqrt_epsilon=1e-12):
+    """Unsigned scalar triple products ``<p_i, l1_j, l2_k>`` of all triples (eqs. 7, 8, 26).
+
+    ``<a, b, c> = ||(a.b) c - (a.c) b + (b.c) a||`` is evaluated in the normalised form of
+    eq. (26), ``||a|| ||b|| ||c|| sqrt(s)`` with
+    ``s = cos_ab^2 + cos_bc^2 + cos_ac^2 - 2 cos_ab cos_ac cos_bc`` (``0 <= s <= 1``). It only
+    needs the pairwise dot products, so no ``[I, J, K, d]`` tensor is formed, and the cosines
+    are in ``[-1, 1]`` whatever the scale of the vectors: it only overflows when the product of
+    the three norms (or a squared norm) does, about 1e38 in float32, where the degree-6
+    polynomial of eq. (8) overflows at the square root of that.
+
+    Stability: ``sqrt(max(s, 0) + sqrt_epsilon)``. ``max`` removes a rounding-negative ``s`` and
+    ``sqrt_epsilon`` keeps the derivative of the square root finite at ``s = 0`` (pairwise
+    orthogonal vectors, or a zero vector). Near ``s = 0`` the gradient of ``sqrt(s)`` with respect
+    to the cosines is bounded (``s`` is a sum of squares there), so any positive epsilon suffices;
+    ``1e-12`` changes a logit by at most ``1e-6 * ||p|| ||l1|| ||l2||`` (relative, so the product
+    stays exactly homogeneous, Lemma C.10(v)). ``sqrt_epsilon=0`` is the plain square root of the
+    authors' code, whose gradient is NaN at ``s = 0``.
+
+    Args:
+        p: ``[B, H, I, d]`` queries.
+        l1: ``[B, H, J, d]`` first keys.
+        l2: ``[B, H, K, d]`` second keys.
+        sqrt_epsilon: see above.
+
+    Returns:
+        ``[B, H, I, J, K]`` logits, never negative.
+    """
+    norm_p, norm_1, norm_2 = _norm(p), _norm(l1), _norm(l2)
+    # Cosines from the raw dot products (normalising the small [I, J] products, not the vectors).
+    cos_pj = ops.einsum("bhid,bhjd->bhij", p, l1) / (norm_p[..., :, None] * norm_1[..., None, :])
+    cos_pk = ops.einsum("bhid,bhkd->bhik", p, l2) / (norm_p[..., :, None] * norm_2[..., None, :])
+    cos_jk = ops.einsum("bhjd,bhkd->bhjk", l1, l2) / (norm_1[..., :, None] * norm_2[..., None, :])
+    cos_pj = cos_pj[..., :, :, None]
+    cos_pk = cos_pk[..., :, None, :]
+    cos_jk = cos_jk[..., None, :, :]
+    s = (ops.square(cos_pj) + ops.square(cos_pk) + ops.square(cos_jk)
+         - 2.0 * cos_pj * cos_pk * cos_jk)
+    root = ops.sqrt(ops.maximum(s, 0.0) + ops.cast(sqrt_epsilon, s.dtype))
+    norms = (norm_p[..., :, None, None] * norm_1[..., None, :, None]
+             * norm_2[..., None, None, :])
+    return norms * root
+
+
+def _joint_pair_softmax(logits, pair_mask):
+    """Softmax over all pairs ``(j, k)`` jointly: ``[B, H, I, J, K]`` -> same shape."""
+    shape = ops.shape(logits)
+    flat = ops.reshape(logits, (shape[0], shape[1], shape[2], shape[3] * shape[4]))
+    if pair_mask is not None:
+        mask_shape = ops.shape(pair_mask)
+        pair_mask = ops.reshape(
+            pair_mask, (mask_shape[0], 1, 1, mask_shape[-2] * mask_shape[-1])
+        )
+        # The lowest finite value, not -inf: a fully masked row stays finite (its output is
+        # zeroed by the caller), and pairs with huge logits still beat every masked pair.
+        flat = ops.where(pair_mask, flat, _utils.lowest_value(flat.dtype))
+    if flat.shape[-1] == 1:  # a single pair (M = 1) gets all the weight
+        return ops.ones_like(logits)
+    return ops.reshape(ops.softmax(flat, axis=-1), shape)
+
+
+@keras.saving.register_keras_serializable(package="keras_relational")
+class SimplicialAttention(keras.layers.Layer):
+    """2-simplicial attention: every query entity attends jointly to pairs of entities.
+
+    Each head projects every entity ``x_i`` (no bias by default) to a query ``p_i``, two keys
+    ``l1_i``, ``l2_i`` (all of width ``key_dim``) and a value ``u_i`` (width ``value_dim``). Query
+    ``i`` scores the pair ``(j, k)`` with the unsigned scalar triple product (eqs. 7, 8)::
+
+        L[i, j, k] = <p_i, l1_j, l2_k> = ||(p_i.l1_j) l2_k - (p_i.l2_k) l1_j + (l1_j.l2_k) p_i||
+
+    which is large when the three vectors are close to linearly dependent and 0 when they are
+    pairwise orthogonal (there is no ``1/sqrt(d)``: Clift et al. use none). The weights are a
+    softmax over **all pairs jointly**, ``A[i] = softmax_{(j,k)}(logit_scale * L[i])``, and the
+    message of a pair is a learned bilinear map of the two values, per head (eq. 10)::
+
+        out_i = sum_{j,k} A[i, j, k] W_B(u_j (x) u_k)
+        W_B(x (x) y)[q] = sum_{r,s} W_B[q, r, s] x_r y_s
+
+    ``j`` goes with ``l1`` and the first factor, ``k`` with ``l2`` and the second; ``W_B`` is not
+    symmetric. Heads are concatenated; there is no output projection (Clift et al. concatenate the
+    branch with the 1-simplicial heads and layer-normalise it, see
+    :class:`SimplicialTransformerBlock`).
+
+    Modes:
+
+    * ``"virtual"`` (default, used in all of Clift et al.'s experiments, eqs. 13-14): the last
+      ``M = num_virtual_entities`` rows of the input are virtual entities. Only the ``N``
+      standard entities query, and only pairs of virtual entities are scored: ``A`` is
+      ``[B, H, N, M, M]`` and the cost is ``O(N M^2 + M d^3)`` per head. The ``M^2`` messages
+      ``W_B(u_j (x) u_k)`` are formed once, never per query, and ``p`` is projected for the
+      standard rows only, ``l1, l2, u`` for the virtual rows only (the others are never used).
+      The output rows of the virtual entities are their own values ``u_i`` (eq. 14, before the
+      layer norm of the block).
+      The softmax runs over the ``M^2`` virtual pairs only: eq. (13)'s denominator runs over all
+      ``N + M`` entities, a typo that would make the weights not sum to 1 (the authors' code,
+      spec Sec. 2.6).
+    * ``"full"`` (eq. 10): all ``N`` entities query and all ``N^2`` pairs are scored, ``A`` is
+      ``[B, H, N, N, N]``: ``O(N^3)`` time and memory, for small ``N``. The messages are
+      contracted one value at a time (``O(N^3 d + N^2 d^2 + N d^3)``), never per pair.
+
+    Numerics: the logit is computed in the normalised form of eq. (26) as
+    ``||p|| ||l1|| ||l2|| sqrt(max(s, 0) + sqrt_epsilon)``, see :func:`triple_product_logits`;
+    outputs and gradients are finite for zero, orthogonal and collinear vectors, and the
+    relative epsilon keeps the logit exactly homogeneous in each argument. The spec's proposal
+    ``sqrt(max(sq, 0) + 1e-6)`` on eq. (8) is an absolute floor instead and overflows earlier.
+    Under a 16-bit dtype policy the logits and the softmax are computed in float32.
+
+    Masking: a False entity in the Keras ``mask`` ``[B, T]`` is never part of a scored pair, and
+    its own output row is 0. A query none of whose pairs is allowed gets uniform (finite) weights.
+
+    Shapes (``T = N + M`` in virtual mode, ``T = N`` in full mode): ``[B, T, F] -> [B, T, H *
+    value_dim]``.
+
+    Args:
+        num_heads: H. Clift et al. use one head (Sec. 4) and never test more; every head has its
+            own projections and its own ``W_B`` (spec Sec. 2.4, [X]).
+        key_dim: width of ``p``, ``l1`` and ``l2`` per head (Clift et al. Sec. 4: 48).
+        value_dim: width of ``u`` per head; defaults to ``key_dim`` (as in Clift et al.).
+        mode: ``"virtual"`` or ``"full"``, see above.
+        num_virtual_entities: M, the number of trailing virtual rows in ``"virtual"`` mode;
+            None means 2 (Clift et al. Sec. 4). Must be None or 0 in ``"full"`` mode.
+        logit_scale: multiplies the logits before the softmax. Default 1.0: no temperature, as in
+            the paper and code (spec Sec. 2.8: initial weights are then almost one-hot).
+        sqrt_epsilon: relative epsilon under the square root of the logit (see Numerics).
+            Default 1e-12; 0 gives the code's plain, NaN-prone square root.
+        use_bias: add a bias to the p/l1/l2/u projection. Default False (the authors' code).
+        kernel_initializer: initializer of the ``[F, 3 H key_dim + H value_dim]`` projection;
+            Glorot-uniform on that joint matrix as in the code (columns: all heads' ``p``, then
+            ``l1``, ``l2``, ``u``).
+        bilinear_initializer: initializer of ``W_B``, shape ``[H, value_dim, value_dim,
+            value_dim]`` indexed ``(head, output, first factor, second factor)``. Keras's
+            Glorot-uniform gives the code's limit ``sqrt(6 / (2 d^2))`` for one head (and
+            ``sqrt(6 / (2 H d^2))`` for H heads, as Keras counts fans of a 4-D kernel).
+        bias_initializer: initializer of the projection bias.
+        **kwargs: standard ``keras.layers.Layer`` arguments.
+
+    Call arguments:
+        entities: ``[B, T, F]``; in virtual mode the last ``M`` rows are the virtual entities.
+        mask: optional boolean Keras mask ``[B, T]`` (propagated to the output).
+        return_attention_scores: if True, also return the pair weights ``[B, H, N, M, M]``
+            (virtual mode) or ``[B, H, N, N, N]`` (full mode); ``[b, h, i, j, k]`` is query ``i``'s
+            weight on the pair ``(j, k)``, summing to 1 over ``(j, k)``.
+
+    Returns:
+        ``[B, T, H * value_dim]``, and the pair weights when requested.
+
+    Example:
+
+    >>> entities = np.random.rand(2, 40 + 2, 64).astype("float32")  # N = 40, M = 2
+    >>> attention = keras_relational.SimplicialAttention(num_heads=1, key_dim=48)
+    >>> outputs, weights = attention(entities, return_attention_scores=True)
+    >>> tuple(outputs.shape), tuple(weights.shape)
+    ((2, 42, 48), (2, 1, 40, 2, 2))
+
+    Reference: Clift, Doryn, Murfet and Wallbridge, "Logic and the 2-Simplicial Transformer",
+    ICLR 2020, Sec. 2 (eqs. 7-14) and Appendix C.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        mode="virtual",
+        num_virtual_entities=None,
+        logit_scale=1.0,  # Clift et al. 2020 use no scale [P, C]
+        sqrt_epsilon=1e-12,  # spec Sec. 2.9 item 6 [X]; relative, see triple_product_logits
+        use_bias=False,  # Clift et al. 2020, authors' code [C]
+        kernel_initializer="glorot_uniform",  # authors' code [C]
+        bilinear_initializer="glorot_uniform",  # authors' code [C]
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        name = type(self).__name__
+        _checks.check_positive_int(name, "num_heads", num_heads)
+        _checks.check_positive_int(name, "key_dim", key_dim)
+        _checks.check_positive_int(name, "value_dim", value_dim, allow_none=True)
+        _checks.check_choice(name, "mode", mode, _MODES)
+        if mode == "virtual":
+            _checks.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
+                                       allow_none=True)
+        elif num_virtual_entities not in (None, 0) or isinstance(num_virtual_entities, bool):
+            raise ValueError(
+                f"{name} expects `num_virtual_entities` to be None or 0 in mode='full', "
+                f"received num_virtual_entities={num_virtual_entities!r}."
+            )
+        validate_logit_arguments(name, logit_scale, sqrt_epsilon)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.mode = mode
+        self.num_virtual_entities = num_virtual_entities
+        self.logit_scale = logit_scale
+        self.sqrt_epsilon = sqrt_epsilon
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bilinear_initializer = keras.initializers.get(bilinear_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    @property
+    def _value_dim(self):
+        return self.key_dim if self.value_dim is None else self.value_dim
+
+    @property
+    def _num_virtual(self):
+        """M: 0 in full mode, 2 (Clift et al. Sec. 4) when ``num_virtual_entities`` is None."""
+        if self.mode == "full":
+            return 0
+        return 2 if self.num_virtual_entities is None else self.num_virtual_entities
+
+    def build(self, entities_shape, mask_shape=None):
+        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        count = entities_shape[1]
+        if count is not None and count <= self._num_virtual:
+            raise ValueError(
+                f"{type(self).__name__} expects more than num_virtual_entities="
+                f"{self._num_virtual} entities (axis 1) in mode='virtual', received `entities` "
+                f"of shape {tuple(entities_shape)}."
+            )
+        width = 3 * self.num_heads * self.key_dim + self.num_heads * self._value_dim
+        self.kernel = self.add_weight(
+            name="kernel", shape=(features, width),
+            initializer=_utils.clone_initializer(self.kernel_initializer),
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="bias", shape=(width,),
+                initializer=_utils.clone_initializer(self.bias_initializer),
+            )
+        value_dim = self._value_dim
+        self.bilinear_kernel = self.add_weight(
+            name="bilinear_kernel", shape=(self.num_heads, value_dim, value_dim, value_dim),
+            initializer=_utils.clone_initializer(self.bilinear_initializer),
+        )
+        self.built = True
+
+    def _project(self, entities, first=0, last=None):
+        """Columns ``[first:last]`` of the (p, l1, l2, u) projection of ``entities``."""
+        projected = ops.matmul(entities, self.kernel[:, first:last])
+        if self.bias is not None:
+            projected = projected + self.bias[first:last]
+        return projected
+
+    def _heads(self, x, width):
+        """``[B, T, H * width]`` -> ``[B, H, T, width]``."""
+        shape = ops.shape(x)
+        x = ops.reshape(x, (shape[0], shape[1], self.num_heads, width))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def _pair_weights(self, p, l1, l2, key_mask):
+        """Joint softmax over pairs of the triple-product logits: ``[B, H, I, J, K]``."""
+        dtype = p.dtype
+        if str(dtype) in ("float16", "bfloat16"):
+            p, l1, l2 = (ops.cast(x, "float32") for x in (p, l1, l2))
+        logits = triple_product_logits(p, l1, l2, self.sqrt_epsilon)
+        if self.logit_scale != 1.0:
+            logits = logits * ops.cast(self.logit_scale, logits.dtype)
+        pair_mask = None
+        if key_mask is not None:
+            key_mask = ops.cast(key_mask, "bool")
+            pair_mask = ops.logical_and(key_mask[:, :, None], key_mask[:, None, :])
+        return ops.cast(_joint_pair_softmax(logits, pair_mask), dtype)
+
+    def _virtual_attention(self, entities, mask):
+        m, dk = self._num_virtual, self.key_dim
+        key_width = self.num_heads * dk
+        # Only standard entities query and only virtual entities are keys and values (spec
+        # Sec. 2.6), so p is projected for the N standard rows and l1, l2, u for the M virtual
+        # rows only: the same outputs as projecting every row, at ~1/4 of the cost.
+        p = self._heads(self._project(entities[:, :-m], 0, key_width), dk)
+        l1, l2, u = ops.split(self._project(entities[:, -m:], key_width), [key_width,
+                                                                         2 * key_width], axis=-1)
+        key_mask = None if mask is None else mask[:, -m:]
+        weights = self._pair_weights(p, self._heads(l1, dk), self._heads(l2, dk), key_mask)
+        shape = ops.shape(weights)
+        flat_weights = ops.reshape(weights, (shape[0], shape[1], shape[2], m * m))
+        flat_messages = self._pair_messages(u)  # [B, H, M^2, dv]
+        attended = ops.matmul(flat_weights, flat_messages)  # [B, H, N, dv]
+        # Eq. (14): the virtual rows carry their own value vectors.
+        return ops.concatenate([self._merge_heads(attended), u], axis=1), weights
+
+    def _pair_messages(self, u):
+        """``W_B(u_j (x) u_k)`` of all M^2 virtual pairs: ``[B, M, H dv] -> [B, H, M^2, dv]``.
+
+        The first factor is contracted first (``M d^3 + M^2 d^2`` per head, as in the code),
+        written as plain matmuls: on XLA's CPU backend they beat the equivalent einsums.
+        """
+        m, heads, dv = self._num_virtual, self.num_heads, self._value_dim
+        batch = ops.shape(u)[0]
+        u = ops.transpose(ops.reshape(u, (batch * m, heads, dv)), (1, 0, 2))  # [H, B M, r]
+        kernel = ops.transpose(self.bilinear_kernel, (0, 2, 1, 3))  # [H, r, q, s]
+        half = ops.matmul(u, ops.reshape(kernel, (heads, dv, dv * dv)))  # [H, B M, q s]
+        half = ops.reshape(half, (heads, batch, m * dv, dv))  # [H, B, j q, s]
+        second = ops.transpose(ops.reshape(u, (heads, batch, m, dv)), (0, 1, 3, 2))  # [H,B,s,k]
+        messages = ops.reshape(ops.matmul(half, second), (heads, batch, m, dv, m))  # [H,B,j,q,k]
+        messages = ops.transpose(messages, (1, 0, 2, 4, 3))  # [B, H, j, k, q]
+        return ops.reshape(messages, (batch, heads, m * m, dv))
+
+    def _full_attention(self, entities, mask):
+        dk, dv = self.key_dim, self._value_dim
+        key_width = self.num_heads * dk
+        p, l1, l2, u = ops.split(self._project(entities),
+                                 [key_width, 2 * key_width, 3 * key_width], axis=-1)
+        p, l1, l2 = (self._heads(x, dk) for x in (p, l1, l2))
+        weights = self._pair_weights(p, l1, l2, mask)  # [B, H, N, N, N]
+        u = self._heads(u, dv)[:, :, None]  # [B, H, 1, N, dv]
+        # z_ik = sum_j A_ijk u_j, then S_i = sum_k z_ik u_k^T, then out_i = W_B : S_i.
+        z = ops.matmul(ops.swapaxes(weights, -1, -2), u)  # [B, H, N(i), N(k), dv]
+        s = ops.matmul(ops.swapaxes(z, -1, -2), u)  # [B, H, N, dv(r), dv(s)]
+        shape = ops.shape(s)
+        s = ops.reshape(s, (shape[0], shape[1], shape[2], dv * dv))
+        bilinear = ops.reshape(self.bilinear_kernel, (self.num_heads, dv, dv * dv))
+        attended = ops.matmul(s, ops.swapaxes(bilinear, -1, -2)[None])  # [B, H, N, dv]
+        return self._merge_heads(attended), weights
+
+    def _merge_heads(self, attended):
+        """``[B, H, N, dv]`` -> ``[B, N, H * dv]``."""
+        attended = ops.transpose(attended, (0, 2, 1, 3))
+        shape = ops.shape(attended)
+        return ops.reshape(attended, (shape[0], shape[1], self.num_heads * self._value_dim))
+
+    def call(self, entities, mask=None, return_attention_scores=False):
+        if self.mode == "virtual":
+            outputs, weights = self._virtual_attention(entities, mask)
+        else:
+            outputs, weights = self._full_attention(entities, mask)
+        if mask is not None:
+            outputs = ops.where(ops.cast(mask, "bool")[:, :, None], outputs,
+                                ops.zeros_like(outputs))
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def compute_mask(self, entities, mask=None, return_attention_scores=False):
+        return [mask, None] if return_attention_scores else mask
+
+    def compute_output_shape(self, entities_shape):
+        return (entities_shape[0], entities_shape[1], self.num_heads * self._value_dim)
+
+    def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
+        outputs = keras.KerasTensor(self.compute_output_shape(entities.shape),
+                                    dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        batch, count = entities.shape[0], entities.shape[1]
+        m = self._num_virtual
+        if self.mode == "virtual":
+            queries = None if count is None else count - m
+            pairs = (m, m)
+        else:
+            queries, pairs = count, (count, count)
+        scores = keras.KerasTensor((batch, self.num_heads, queries, *pairs),
+                                   dtype=self.compute_dtype)
+        return outputs, scores
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "mode": self.mode,
+                "num_virtual_entities": self.num_virtual_entities,
+                "logit_scale": self.logit_scale,
+                "sqrt_epsilon": self.sqrt_epsilon,
+                "use_bias": self.use_bias,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bilinear_initializer": keras.initializers.serialize(self.bilinear_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config
+
+
+def validate_logit_arguments(owner, logit_scale, sqrt_epsilon):
+    """Raises a ValueError unless ``logit_scale > 0`` and ``sqrt_epsilon >= 0`` (shared)."""
+    _check_positive_number(owner, "logit_scale", logit_scale)
+    _check_positive_number(owner, "sqrt_epsilon", sqrt_epsilon, allow_zero=True)
+
+
+def _check_positive_number(owner, argument, value, allow_zero=False):
+    """Raises a ValueError unless ``value`` is a finite real number > 0 (or >= 0)."""
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and value == value and value != float("inf")
+          and (value > 0 or (allow_zero and value == 0)))
+    if not ok:
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(
+            f"{owner} expects `{argument}` to be a finite {kind} number, "
+            f"received {argument}={value!r}."
+        )
