@@ -4,6 +4,8 @@ Importing this package has no side effects: it does not touch ``tf.keras`` or
 ``TF_USE_LEGACY_KERAS`` (only ``keras_relational.agents`` does, for TF-Agents).
 """
 
+from keras_relational.layers.conv_stack_memory import ConvStackMemory
+from keras_relational.layers.conv_stack_memory_cell import ConvStackMemoryCell
 from keras_relational.layers.entity_max_pool import EntityMaxPool
 from keras_relational.layers.multi_head_dot_product_attention import MultiHeadDotProductAttention
 from keras_relational.layers.relational_block import RelationalBlock
@@ -11,9 +13,12 @@ from keras_relational.layers.relational_module import RelationalModule
 from keras_relational.layers.simplicial_attention import SimplicialAttention
 from keras_relational.layers.simplicial_transformer_block import SimplicialTransformerBlock
 from keras_relational.layers.spatial_entities import SpatialEntities
+from keras_relational.layers.symbol_convolution import SymbolConvolution
 from keras_relational.version import __version__
 
 __all__ = [
+    "ConvStackMemory",
+    "ConvStackMemoryCell",
     "EntityMaxPool",
     "MultiHeadDotProductAttention",
     "RelationalBlock",
@@ -21,5 +26,6 @@ __all__ = [
     "SimplicialAttention",
     "SimplicialTransformerBlock",
     "SpatialEntities",
+    "SymbolConvolution",
     "__version__",
 ]
