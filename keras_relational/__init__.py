@@ -8,6 +8,7 @@ from keras_relational.layers.conv_stack_memory import ConvStackMemory
 from keras_relational.layers.conv_stack_memory_cell import ConvStackMemoryCell
 from keras_relational.layers.entity_max_pool import EntityMaxPool
 from keras_relational.layers.multi_head_dot_product_attention import MultiHeadDotProductAttention
+from keras_relational.layers.predinet import PrediNet
 from keras_relational.layers.relational_block import RelationalBlock
 from keras_relational.layers.relational_module import RelationalModule
 from keras_relational.layers.simplicial_attention import SimplicialAttention
@@ -21,6 +22,7 @@ __all__ = [
     "ConvStackMemoryCell",
     "EntityMaxPool",
     "MultiHeadDotProductAttention",
+    "PrediNet",
     "RelationalBlock",
     "RelationalModule",
     "SimplicialAttention",

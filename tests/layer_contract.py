@@ -144,7 +144,7 @@ def check_fresh_process(model, input_data, tmp_path, atol=1e-5, jax=True, saved_
 
 
 def run_layer_contract(make_layer, input_data, tmp_path, call_kwargs=None, atol=1e-5,
-                       fit=True, fresh_process=True, jax=True):
+                       fit=True, fresh_process=True, jax=True, extra_imports=()):
     """Runs the whole contract on the layer returned by ``make_layer()``.
 
     Args:
@@ -155,6 +155,8 @@ def run_layer_contract(make_layer, input_data, tmp_path, call_kwargs=None, atol=
         fit: run the ``jit_compile=True`` fit step (off for layers without weights).
         fresh_process: run the SavedModel / JAX checks in a fresh process.
         jax: include the JAX backend forward pass in the fresh process.
+        extra_imports: modules the fresh process imports to register custom objects that
+            ``keras_relational`` itself does not export (e.g. ``keras_relational.models.x``).
 
     Returns:
         The functional model used for the checks.
@@ -167,7 +169,8 @@ def run_layer_contract(make_layer, input_data, tmp_path, call_kwargs=None, atol=
     model = functional_model(make_layer(), input_data, call_kwargs)
     check_keras_file_round_trip(model, input_data, os.path.join(str(tmp_path), "model.keras"))
     if fresh_process:
-        check_fresh_process(model, input_data, tmp_path, atol=atol, jax=jax)
+        check_fresh_process(model, input_data, tmp_path, atol=atol, jax=jax,
+                            extra_imports=extra_imports)
     if fit:
         check_jit_fit_step(model, input_data)
     return model
