@@ -21,6 +21,7 @@ from tf_agents.policies import py_tf_eager_policy
 from tf_agents.train import actor, learner, triggers
 from tf_agents.train.utils import train_utils
 
+from keras_relational import environments
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.unroll_queue import UnrollQueue
@@ -107,6 +108,7 @@ def train_eval(
     eval_interval=0,
     eval_episodes=100,
     eval_env_kwargs=None,
+    test_presets=(),
     seed=0,
     print_fn=print,
 ):
@@ -130,6 +132,9 @@ def train_eval(
         eval_interval: learner steps between evaluations (0: only at the end).
         eval_episodes: episodes per evaluation; eval_env_kwargs: evaluation level parameters
             (defaults to ``env_kwargs``).
+        test_presets: names of ``BoxWorld.PRESETS`` (e.g. ``"test_length_6"``,
+            ``"test_heldout"``) evaluated zero-shot at the end of training (original BoxWorld;
+            the room size of ``env_kwargs`` is kept).
         seed: seeds TensorFlow, Keras and the environments.
 
     Returns:
@@ -137,6 +142,10 @@ def train_eval(
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received {algorithm!r}.")
+    unknown = [p for p in test_presets if p not in environments.PRESETS]
+    if unknown:
+        raise ValueError(f"`test_presets` must name BoxWorld presets {sorted(environments.PRESETS)}"
+                         f", received {unknown}.")
     env_kwargs = dict(env_kwargs or {})
     eval_env_kwargs = dict(env_kwargs if eval_env_kwargs is None else eval_env_kwargs)
     import keras
@@ -194,14 +203,26 @@ def train_eval(
     last_log_time, last_log_step, last_episode_count = started, start_step, 0
     history = []
 
-    def run_eval(step):
+    def run_eval(step, name="eval", level_kwargs=None):
+        level_kwargs = eval_env_kwargs if level_kwargs is None else level_kwargs
         episodes = evaluate(tf_agent.collect_policy, env_name, eval_episodes, seed + 10_000,
-                            **eval_env_kwargs)
+                            **level_kwargs)
         rate = _solve_rate(episodes)
+        by_type = {}
+        for episode in episodes:
+            if episode.puzzle_type is not None:
+                by_type.setdefault(tuple(episode.puzzle_type), []).append(episode)
         with eval_writer.as_default(step=step):
-            tf.summary.scalar("solve_rate", rate)
-            tf.summary.scalar("average_return", np.mean([e.episode_return for e in episodes]))
-        print_fn(f"eval @ step {step}: solved {100 * rate:.1f}% of {len(episodes)} episodes")
+            tf.summary.scalar(f"{name}/solve_rate", rate)
+            tf.summary.scalar(f"{name}/average_return",
+                              np.mean([e.episode_return for e in episodes]))
+            for puzzle_type, group in sorted(by_type.items()):
+                label = "_".join(str(v) for v in puzzle_type)
+                tf.summary.scalar(f"{name}/solve_rate_puzzle_{label}", _solve_rate(group))
+        per_type = "".join(f", {t}: {100 * _solve_rate(g):.0f}% of {len(g)}"
+                           for t, g in sorted(by_type.items()))
+        print_fn(f"{name} @ step {step}: solved {100 * rate:.1f}% of {len(episodes)} episodes"
+                 f"{per_type}")
         return rate
 
     try:
@@ -237,6 +258,15 @@ def train_eval(
     step = int(train_step.numpy())
     agent_learner._checkpointer.save(train_step)  # the final state, whatever the interval
     eval_rate = run_eval(step) if eval_episodes else float("nan")
+    test_rates = {}
+    for preset in test_presets:
+        if env_name != "original":
+            raise ValueError(f"`test_presets` apply to the original BoxWorld, received "
+                             f"env_name={env_name!r}.")
+        preset_kwargs = dict(environments.PRESETS[preset])
+        if "room_size" in env_kwargs:
+            preset_kwargs["room_size"] = env_kwargs["room_size"]
+        test_rates[preset] = run_eval(step, name=preset, level_kwargs=preset_kwargs)
     # PolicySaver exports of the greedy and collect (sampling) policies, and the Keras 3 model.
     saver_trigger = triggers.PolicySavedModelTrigger(policies_dir, tf_agent, train_step,
                                                      interval=1)
@@ -247,7 +277,8 @@ def train_eval(
     result = dict(
         train_step=step, frames=step * frames_per_step,
         frames_per_second=(step - start_step) * frames_per_step / max(elapsed, 1e-9),
-        eval_solve_rate=eval_rate, policies_dir=policies_dir, keras_model_dir=keras_model_dir,
+        eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
+        keras_model_dir=keras_model_dir,
         history=history)
     with open(os.path.join(root_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1)

@@ -31,6 +31,8 @@ flags.DEFINE_integer("key_dim", 64, "Attention key size per head.")
 flags.DEFINE_integer("head_width", 256, "Width of each of the 4 output MLP layers.")
 flags.DEFINE_integer("eval_interval", 0, "Updates between evaluations (0: at the end only).")
 flags.DEFINE_integer("eval_episodes", 100, "Episodes per evaluation.")
+flags.DEFINE_list("test_presets", [], "BoxWorld presets evaluated zero-shot after training, e.g. "
+                  "test_length_6,test_length_8,test_length_10,test_heldout.")
 flags.DEFINE_integer("log_interval", 10, "Updates between progress lines.")
 flags.DEFINE_integer("checkpoint_interval", 100, "Updates between checkpoints.")
 flags.DEFINE_integer("policy_save_interval", 1000, "Updates between policy exports.")
@@ -60,7 +62,8 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, entropy_cost=FLAGS.entropy_cost,
         jit_compile=FLAGS.jit_compile, checkpoint_interval=FLAGS.checkpoint_interval,
         policy_save_interval=FLAGS.policy_save_interval, log_interval=FLAGS.log_interval,
-        eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes, seed=FLAGS.seed)
+        eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,
+        test_presets=tuple(FLAGS.test_presets), seed=FLAGS.seed)
 
 
 if __name__ == "__main__":

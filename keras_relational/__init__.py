@@ -15,6 +15,8 @@ from keras_relational.layers.simplicial_attention import SimplicialAttention
 from keras_relational.layers.simplicial_transformer_block import SimplicialTransformerBlock
 from keras_relational.layers.spatial_entities import SpatialEntities
 from keras_relational.layers.symbol_convolution import SymbolConvolution
+from keras_relational.layers.tpr_memory import TPRMemory
+from keras_relational.layers.tpr_memory_cell import TPRMemoryCell
 from keras_relational.version import __version__
 
 __all__ = [
@@ -29,5 +31,7 @@ __all__ = [
     "SimplicialTransformerBlock",
     "SpatialEntities",
     "SymbolConvolution",
+    "TPRMemory",
+    "TPRMemoryCell",
     "__version__",
 ]

@@ -25,8 +25,11 @@ def _checkpoint_steps(root):
 def test_smoke_trains_exports_and_plays(tmp_path):
     root = str(tmp_path / "run")
     lines = []
-    result = train_eval(root, num_iterations=2, eval_episodes=4, print_fn=lines.append, **_TINY)
+    result = train_eval(root, num_iterations=2, eval_episodes=4, print_fn=lines.append,
+                        test_presets=("test_length_6",), **_TINY)
     assert result["train_step"] == 2
+    assert set(result["test_solve_rates"]) == {"test_length_6"}
+    assert any(line.startswith("test_length_6 @ step 2: solved") for line in lines), lines
     assert any("frames/s" in line for line in lines)
     assert _checkpoint_steps(root)[-1] == 2
     for policy in ("policy", "collect_policy", "greedy_policy"):
@@ -82,6 +85,25 @@ def test_resumes_after_kill_9(tmp_path):
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == killed_at + 2
     assert _checkpoint_steps(root)[-1] == killed_at + 2
+
+
+def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path):
+    lines = []
+    result = train_eval(str(tmp_path / "bridge"), env_name="bridge", agent="simplicial",
+                        num_iterations=1, num_envs=4, unroll_length=5, eval_episodes=4,
+                        env_kwargs=dict(max_steps=30),
+                        model_kwargs=dict(key_dim=8, simplicial_key_dim=8, head_units=(16,)),
+                        print_fn=lines.append)
+    assert result["train_step"] == 1
+    eval_line = [line for line in lines if line.startswith("eval @")][0]
+    assert "of 4 episodes, (" in eval_line  # per-puzzle-type rates follow
+
+
+def test_invalid_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="algorithm.*'a3c'"):
+        train_eval(str(tmp_path), algorithm="a3c")
+    with pytest.raises(ValueError, match="test_presets.*'test_length_7'"):
+        train_eval(str(tmp_path), test_presets=("test_length_7",))
 
 
 def test_ppo_smoke(tmp_path):
