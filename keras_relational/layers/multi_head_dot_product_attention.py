@@ -184,11 +184,14 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
 
     def _compute_attention(self, q, k, v, allowed):
         """Softmax attention; ``allowed`` is None or boolean broadcastable to [B, H, N, N]."""
-        logits = ops.einsum("bihd,bjhd->bhij", q, k) * ops.cast(self._scale(), q.dtype)
+        # Heads-first batched matmuls: on CPU about 30% faster than the equivalent einsums
+        # (benchmarks/relational_speed.py), same result.
+        q, k, v = (ops.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))  # [B, H, N, d]
+        logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * ops.cast(self._scale(), q.dtype)
         if allowed is not None:
             logits = ops.where(allowed, logits, _utils.large_negative(logits.dtype))
         weights = ops.softmax(logits, axis=-1)
-        attended = ops.einsum("bhij,bjhd->bihd", weights, v)
+        attended = ops.transpose(ops.matmul(weights, v), (0, 2, 1, 3))  # [B, N, H, d]
         return attended, weights
 
     def _check_masks(self, entities, mask, attention_mask):

@@ -1,0 +1,52 @@
+"""Time of ``import keras_relational`` in a fresh process once TensorFlow's files are cached.
+
+Runs one warm-up process, then ``--repeats`` measured processes, each timing (in-process, with
+``perf_counter``) ``import keras`` (which imports the TensorFlow backend) and then
+``import keras_relational``. Prints the minimum and median of each. The goal is < 5 s in all.
+
+    .venv/bin/python benchmarks/import_time.py [--repeats 5]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+_CODE = """
+import time
+start = time.perf_counter()
+import keras
+middle = time.perf_counter()
+import keras_relational
+end = time.perf_counter()
+print(end - start, end - middle)
+"""
+
+
+def measure(repeats):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    timings = []
+    for i in range(repeats + 1):
+        result = subprocess.run([sys.executable, "-c", _CODE], env=env, capture_output=True,
+                                text=True, check=True)
+        if i:  # the first run only warms the file cache
+            timings.append([float(v) for v in result.stdout.split()])
+    return [t[0] for t in timings], [t[1] for t in timings]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    total, own = measure(args.repeats)
+    print(f"| what | min (s) | median (s) |\n|---|---|---|\n"
+          f"| `import keras_relational` in all (Keras + TensorFlow + ours) | {min(total):.2f} | "
+          f"{statistics.median(total):.2f} |\n"
+          f"| our own modules (after `import keras`) | {min(own):.3f} | "
+          f"{statistics.median(own):.3f} |")
+
+
+if __name__ == "__main__":
+    main()
