@@ -273,12 +273,14 @@ def train_eval(
     saver_trigger(step, force_trigger=True)
     keras_model_dir = os.path.join(root_dir, "keras_model")
     network.keras_model.export(keras_model_dir, verbose=False)
+    keras_file = os.path.join(root_dir, "keras_model.keras")  # reloadable with load_model
+    network.keras_model.save(keras_file)
     elapsed = time.perf_counter() - started
     result = dict(
         train_step=step, frames=step * frames_per_step,
         frames_per_second=(step - start_step) * frames_per_step / max(elapsed, 1e-9),
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
-        keras_model_dir=keras_model_dir,
+        keras_model_dir=keras_model_dir, keras_file=keras_file,
         history=history)
     with open(os.path.join(root_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1)

@@ -327,14 +327,16 @@ class SimplicialAttention(keras.layers.Layer):
                                  [key_width, 2 * key_width, 3 * key_width], axis=-1)
         p, l1, l2 = (self._heads(x, dk) for x in (p, l1, l2))
         weights = self._pair_weights(p, l1, l2, mask)  # [B, H, N, N, N]
-        u = self._heads(u, dv)[:, :, None]  # [B, H, 1, N, dv]
+        u = self._heads(u, dv)  # [B, H, N, dv]
         # z_ik = sum_j A_ijk u_j, then S_i = sum_k z_ik u_k^T, then out_i = W_B : S_i.
-        z = ops.matmul(ops.swapaxes(weights, -1, -2), u)  # [B, H, N(i), N(k), dv]
-        s = ops.matmul(ops.swapaxes(z, -1, -2), u)  # [B, H, N, dv(r), dv(s)]
+        # Einsums rather than matmuls with broadcast batch dimensions: TensorFlow's oneDNN batch
+        # matmul crashed on those on some CPUs.
+        z = ops.einsum("bhijk,bhjr->bhikr", weights, u)  # [B, H, N(i), N(k), dv]
+        s = ops.einsum("bhikr,bhks->bhirs", z, u)  # [B, H, N, dv(r), dv(s)]
         shape = ops.shape(s)
         s = ops.reshape(s, (shape[0], shape[1], shape[2], dv * dv))
         bilinear = ops.reshape(self.bilinear_kernel, (self.num_heads, dv, dv * dv))
-        attended = ops.matmul(s, ops.swapaxes(bilinear, -1, -2)[None])  # [B, H, N, dv]
+        attended = ops.einsum("bhnx,hqx->bhnq", s, bilinear)  # [B, H, N, dv]
         return self._merge_heads(attended), weights
 
     def _merge_heads(self, attended):

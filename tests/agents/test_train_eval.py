@@ -35,6 +35,10 @@ def test_smoke_trains_exports_and_plays(tmp_path):
     for policy in ("policy", "collect_policy", "greedy_policy"):
         assert os.path.exists(os.path.join(root, "policies", policy, "saved_model.pb")), policy
     assert os.path.exists(os.path.join(result["keras_model_dir"], "saved_model.pb"))
+    import keras
+
+    reloaded = keras.saving.load_model(result["keras_file"])
+    assert reloaded.count_params() > 0
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == 2
     # The exported policy plays in a fresh process with no training code.

@@ -510,3 +510,31 @@ def test_layer_contract(tmp_path):
 def test_layer_contract_full_mode(tmp_path):
     run_layer_contract(lambda: make_layer("full", use_bias=True, logit_scale=0.5),
                        entities(16, count=N), tmp_path, fresh_process=False)
+
+
+@pytest.mark.subprocess
+def test_full_mode_fit_does_not_crash_tensorflow(tmp_path):
+    """Regression: full mode once used matmuls with broadcast batch dimensions, on which
+    TensorFlow's oneDNN batch matmul segfaulted (batch 32, N = 16)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, keras, keras_relational
+        x = np.random.rand(32, 16, 24).astype("float32")
+        inputs = keras.Input((16, 24))
+        attended = keras_relational.SimplicialAttention(num_heads=1, key_dim=8, mode="full")(
+            inputs)
+        outputs = keras.layers.Dense(2)(keras.layers.GlobalAveragePooling1D()(attended))
+        model = keras.Model(inputs, outputs)
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(x, np.zeros(32, "int32"), epochs=1, verbose=0)
+        print("fit ok")
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, env=env, cwd=str(tmp_path))
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "fit ok" in result.stdout
