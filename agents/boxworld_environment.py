@@ -4,6 +4,7 @@ import collections
 
 import numpy as np
 from tf_agents.environments import py_environment
+from tf_agents.environments.dm_control_wrapper import convert_spec
 from tf_agents.specs import array_spec
 from tf_agents.trajectories import time_step as ts
 
@@ -11,16 +12,6 @@ from keras_relational import environments
 
 EpisodeResult = collections.namedtuple("EpisodeResult", ["solved", "episode_return", "length",
                                                          "puzzle_type"])
-
-
-def _to_array_spec(spec):
-    if hasattr(spec, "num_values"):  # dm_env DiscreteArray
-        return array_spec.BoundedArraySpec(spec.shape, spec.dtype, 0, spec.num_values - 1,
-                                           name=spec.name)
-    if hasattr(spec, "minimum"):
-        return array_spec.BoundedArraySpec(spec.shape, spec.dtype, spec.minimum, spec.maximum,
-                                           name=spec.name)
-    return array_spec.ArraySpec(spec.shape, spec.dtype, name=spec.name)
 
 
 class BatchedBoxWorldEnvironment(py_environment.PyEnvironment):
@@ -42,8 +33,8 @@ class BatchedBoxWorldEnvironment(py_environment.PyEnvironment):
                 f"received {type(env).__name__}.")
         super().__init__(handle_auto_reset=False)
         self._env = env
-        self._observation_spec = _to_array_spec(env.observation_spec())
-        self._action_spec = _to_array_spec(env.action_spec())
+        self._observation_spec = convert_spec(env.observation_spec())
+        self._action_spec = convert_spec(env.action_spec())
         self._returns = np.zeros(env.batch_size, np.float64)
         self._lengths = np.zeros(env.batch_size, np.int64)
         self.finished_episodes = []

@@ -1,58 +1,23 @@
 """TF-Agents compatibility: `validate_py_environment` through `DmControlWrapper`, and batching.
 
-The environments never import TensorFlow; this module shows the glue TF-Agents needs: the
+The environments never import TensorFlow; this module checks the glue TF-Agents needs: the
 single envs go through TF-Agents' own `DmControlWrapper` (and `BatchedPyEnvironment`), the
-NumPy-batched envs through a ten-line `PyEnvironment` adapter (`_TFAgentsBatchedEnv` below).
+NumPy-batched envs through `keras_relational.agents.BatchedBoxWorldEnvironment`.
 """
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from tf_agents.environments import (
-    batched_py_environment,
-    py_environment,
-    tf_py_environment,
-    utils,
-)
-from tf_agents.environments.dm_control_wrapper import DmControlWrapper, convert_spec
-from tf_agents.trajectories import time_step as ts
+from tf_agents.environments import batched_py_environment, tf_py_environment, utils
+from tf_agents.environments.dm_control_wrapper import DmControlWrapper
 
+from keras_relational.agents.boxworld_environment import BatchedBoxWorldEnvironment
 from keras_relational.environments import (
     BatchedBoxWorld,
     BatchedBridgeBoxWorld,
     BoxWorld,
     BridgeBoxWorld,
 )
-
-
-class _TFAgentsBatchedEnv(py_environment.PyEnvironment):
-    """A `BatchedBoxWorld` / `BatchedBridgeBoxWorld` as a batched TF-Agents `PyEnvironment`."""
-
-    def __init__(self, env):
-        super().__init__(handle_auto_reset=False)  # the env resets each finished level itself
-        self._env = env
-        self._observation_spec = convert_spec(env.observation_spec())
-        self._action_spec = convert_spec(env.action_spec())
-
-    @property
-    def batched(self):
-        return True
-
-    @property
-    def batch_size(self):
-        return self._env.batch_size
-
-    def observation_spec(self):
-        return self._observation_spec
-
-    def action_spec(self):
-        return self._action_spec
-
-    def _reset(self):
-        return ts.TimeStep(*self._env.reset())
-
-    def _step(self, action):
-        return ts.TimeStep(*self._env.step(action))
 
 
 @pytest.mark.parametrize("make", [
@@ -86,7 +51,7 @@ def test_tf_agents_batched_py_environment_equals_batched_boxworld():
     lambda: BatchedBridgeBoxWorld(8, seed=0, max_steps=100),
 ], ids=["boxworld", "bridge"])
 def test_numpy_batched_env_in_tf_agents(make):
-    env = _TFAgentsBatchedEnv(make())
+    env = BatchedBoxWorldEnvironment(make())
     utils.validate_py_environment(env, episodes=30)
     tf_env = tf_py_environment.TFPyEnvironment(env)
     assert tf_env.batch_size == env.batch_size
