@@ -89,21 +89,27 @@ class RelationalModule(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
+    def _block_arguments(self):
+        """The :class:`RelationalBlock` arguments, serialised (also part of ``get_config``).
+
+        Initializers are passed as configs, so every block deserialises its own instances.
+        """
+        return {
+            "num_heads": self.num_heads,
+            "key_dim": self.key_dim,
+            "value_dim": self.value_dim,
+            "mlp_hidden_units": list(self.mlp_hidden_units),
+            "qkv_norm": self.qkv_norm,
+            "attention_scale": self.attention_scale,
+            "use_bias": self.use_bias,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+        }
+
     def _block(self, index):
-        return RelationalBlock(
-            num_heads=self.num_heads,
-            key_dim=self.key_dim,
-            value_dim=self.value_dim,
-            mlp_hidden_units=self.mlp_hidden_units,
-            qkv_norm=self.qkv_norm,
-            attention_scale=self.attention_scale,
-            use_bias=self.use_bias,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            kernel_initializer=_utils.clone_initializer(self.kernel_initializer),
-            bias_initializer=_utils.clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name=f"block_{index}",
-        )
+        return RelationalBlock(**self._block_arguments(), dtype=self.dtype_policy,
+                               name=f"block_{index}")
 
     def _width(self, features):
         return self.model_dim or features
@@ -167,16 +173,7 @@ class RelationalModule(keras.layers.Layer):
                 "num_blocks": self.num_blocks,
                 "share_weights": self.share_weights,
                 "model_dim": self.model_dim,
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "value_dim": self.value_dim,
-                "mlp_hidden_units": list(self.mlp_hidden_units),
-                "qkv_norm": self.qkv_norm,
-                "attention_scale": self.attention_scale,
-                "use_bias": self.use_bias,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                **self._block_arguments(),
             }
         )
         return config
