@@ -33,7 +33,6 @@ env.levels[0].goal_length, env.solved[0]         # per-level side channel
 
 import dm_env
 import numpy as np
-from dm_env import specs
 
 from . import bridge_boxworld as bridge
 from .boxworld import (
@@ -50,6 +49,7 @@ from .boxworld import (
     REWARD_PATH_BOX,
     WALL_RGB,
     BoxWorldConfig,
+    _BoxWorldSpecs,
     _Draws,
     _error,
     generate_level,
@@ -76,7 +76,7 @@ def _check_actions(actions, batch_size):
     return actions
 
 
-class BatchedBoxWorld:
+class BatchedBoxWorld(_BoxWorldSpecs):
     """`batch_size` `BoxWorld` levels stepped together in NumPy.
 
     Args:
@@ -226,18 +226,6 @@ class BatchedBoxWorld:
         """The current RGB frames, uint8 `[N, 14, 14, 3]`."""
         return self._frames.reshape(self._batch_size, self._size, self._size, 3).copy()
 
-    def observation_spec(self):
-        return self._config.observation_spec()
-
-    def action_spec(self):
-        return specs.DiscreteArray(NUM_ACTIONS, dtype=np.int32, name="action")
-
-    def reward_spec(self):
-        return specs.Array((), np.float32, name="reward")
-
-    def discount_spec(self):
-        return specs.BoundedArray((), np.float32, 0.0, 1.0, name="discount")
-
     def close(self):
         pass
 
@@ -285,7 +273,7 @@ class BatchedBoxWorld:
                 int(self._held[index]))
 
 
-class BatchedBridgeBoxWorld:
+class BatchedBridgeBoxWorld(_BoxWorldSpecs):
     """`batch_size` `BridgeBoxWorld` levels stepped together in NumPy.
 
     Same interface and auto-reset convention as `BatchedBoxWorld`; level i of
@@ -498,18 +486,6 @@ class BatchedBridgeBoxWorld:
     def render(self):
         """The current RGB frames, uint8 `[N, 7, 10, 3]`."""
         return self._frames()
-
-    def observation_spec(self):
-        return self._config.observation_spec()
-
-    def action_spec(self):
-        return specs.DiscreteArray(NUM_ACTIONS, dtype=np.int32, name="action")
-
-    def reward_spec(self):
-        return specs.Array((), np.float32, name="reward")
-
-    def discount_spec(self):
-        return specs.BoundedArray((), np.float32, 0.0, 1.0, name="discount")
 
     def close(self):
         pass

@@ -576,7 +576,27 @@ def coerce_action(action):
     return int(value)
 
 
-class BoxWorld(dm_env.Environment):
+class _BoxWorldSpecs:
+    """The dm_env specs every BoxWorld variant shares (single or batched, original or bridge).
+
+    The observation spec comes from the variant's config (`self._config`); the spec of one level
+    is also the spec of each slot of a batched environment.
+    """
+
+    def observation_spec(self):
+        return self._config.observation_spec()
+
+    def action_spec(self):
+        return specs.DiscreteArray(NUM_ACTIONS, dtype=np.int32, name="action")
+
+    def reward_spec(self):
+        return specs.Array((), np.float32, name="reward")
+
+    def discount_spec(self):
+        return specs.BoundedArray((), np.float32, 0.0, 1.0, name="discount")
+
+
+class BoxWorld(_BoxWorldSpecs, dm_env.Environment):
     """Box-World (Zambaldi et al. 2019) as a `dm_env.Environment`.
 
     Observations are uint8 RGB `[14, 14, 3]` frames (one pixel per cell, `observation_type="rgb"`)
@@ -758,18 +778,6 @@ class BoxWorld(dm_env.Environment):
         if self._level is None:
             raise RuntimeError("render() called before reset().")
         return self._frame.copy()
-
-    def observation_spec(self):
-        return self._config.observation_spec()
-
-    def action_spec(self):
-        return specs.DiscreteArray(NUM_ACTIONS, dtype=np.int32, name="action")
-
-    def reward_spec(self):
-        return specs.Array((), np.float32, name="reward")
-
-    def discount_spec(self):
-        return specs.BoundedArray((), np.float32, 0.0, 1.0, name="discount")
 
     # Side channel (never part of the observation).
 

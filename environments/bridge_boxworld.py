@@ -37,7 +37,7 @@ import numpy as np
 from dm_env import specs
 
 from . import rendering
-from .boxworld import NUM_ACTIONS, _Draws, _error, _int_tuple, coerce_action
+from .boxworld import _BoxWorldSpecs, _Draws, _error, _int_tuple, coerce_action
 
 # Abstract tile codes: EMPTY, GEM, and colours 1..2L (mapped to the palette per episode).
 EMPTY = -1
@@ -351,7 +351,7 @@ def render_one_hot(config, level, grid, pos, inventory):
     return np.eye(config.num_channels, dtype=np.float32)[channel]
 
 
-class BridgeBoxWorld(dm_env.Environment):
+class BridgeBoxWorld(_BoxWorldSpecs, dm_env.Environment):
     """Bridge BoxWorld (Clift et al. 2020) as a `dm_env.Environment`.
 
     Observations are uint8 RGB `[7, 10, 3]` (board plus inventory column) or float32 one-hot
@@ -472,18 +472,6 @@ class BridgeBoxWorld(dm_env.Environment):
         if self._level is None:
             raise RuntimeError("render() called before reset().")
         return self._frame.copy()
-
-    def observation_spec(self):
-        return self._config.observation_spec()
-
-    def action_spec(self):
-        return specs.DiscreteArray(NUM_ACTIONS, dtype=np.int32, name="action")
-
-    def reward_spec(self):
-        return specs.Array((), np.float32, name="reward")
-
-    def discount_spec(self):
-        return specs.BoundedArray((), np.float32, 0.0, 1.0, name="discount")
 
     # Side channel (never part of the observation).
 
