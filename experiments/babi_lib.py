@@ -22,6 +22,7 @@ import keras
 import numpy as np
 
 from keras_relational.environments import babi
+from keras_relational.experiments import distribution_lib
 from keras_relational.models.tpr_rnn import tpr_rnn
 
 
@@ -162,6 +163,7 @@ def train_eval(
     jit_compile=True,
     export=True,
     verbose=2,
+    distribution_strategy="default",
 ):
     """Trains and evaluates a TPR-RNN on bAbI; returns ``{"test_error": {task: %}, ...}``.
 
@@ -174,16 +176,23 @@ def train_eval(
         entity_dim, relation_dim, hidden_dim, use_move, use_backlink, mask_pad_words,
             implementation: the model (``keras_relational.models.tpr_rnn.tpr_rnn``).
         batch_size, epochs, learning_rate, warmup_steps, warmup_factor, global_clipnorm: Nadam
-            training as in the authors' code.
+            training as in the authors' code. ``batch_size`` is the global batch size, split
+            over the replicas of ``distribution_strategy``.
         lr_decay, decay_threshold: one-time lr halving when ``val_loss < decay_threshold``.
         patience: early stopping patience (epochs) on validation accuracy.
         target_val_accuracy: stop as soon as the validation accuracy reaches this value.
         max_minutes: wall-clock training budget (checked after each epoch).
         seed: data and weight seed.
-        jit_compile: XLA-compile the train step.
+        jit_compile: XLA-compile the train step (off with several replicas, see
+            ``distribution_lib.compile_options``).
         export: write ``root_dir/saved_model``.
         verbose: ``fit`` verbosity.
+        distribution_strategy: ``"default"``, ``"mirrored"`` or ``"multi_worker"``
+            (``distribution_lib.STRATEGIES``): the model, optimizer and ``compile`` are created
+            under its ``scope()``.
     """
+    # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
+    strategy = distribution_lib.get_strategy(distribution_strategy)
     tasks = tuple(int(t) for t in tasks)
     os.makedirs(root_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
@@ -197,16 +206,20 @@ def train_eval(
     print(f"tasks {tasks}: {len(train['answer'])} train / {len(valid['answer'])} valid "
           f"examples, V={len(vocabulary)}, S={dims[0]}, W={dims[1]}")
 
-    model = tpr_rnn(len(vocabulary), dims[0], dims[1], entity_dim=entity_dim,
-                    relation_dim=relation_dim, hidden_dim=hidden_dim, use_move=use_move,
-                    use_backlink=use_backlink, mask_pad_words=mask_pad_words,
-                    implementation=implementation)
-    # Keras' Nadam has a momentum schedule that TF1 contrib's NadamOptimizer lacks (spec Sec. 8).
-    optimizer = keras.optimizers.Nadam(learning_rate=learning_rate, beta_1=0.9, beta_2=0.999,
-                                       epsilon=1e-8, global_clipnorm=global_clipnorm)
-    model.compile(optimizer=optimizer,
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"], jit_compile=jit_compile)
+    with strategy.scope():
+        model = tpr_rnn(len(vocabulary), dims[0], dims[1], entity_dim=entity_dim,
+                        relation_dim=relation_dim, hidden_dim=hidden_dim, use_move=use_move,
+                        use_backlink=use_backlink, mask_pad_words=mask_pad_words,
+                        implementation=implementation)
+        # Keras' Nadam has a momentum schedule that TF1 contrib's NadamOptimizer lacks
+        # (spec Sec. 8).
+        optimizer = keras.optimizers.Nadam(learning_rate=learning_rate, beta_1=0.9,
+                                           beta_2=0.999, epsilon=1e-8,
+                                           global_clipnorm=global_clipnorm)
+        model.compile(optimizer=optimizer,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"],
+                      **distribution_lib.compile_options(strategy, jit_compile=jit_compile))
     checkpoint_dir = os.path.join(root_dir, "checkpoints")
     os.makedirs(checkpoint_dir, exist_ok=True)
     best_path = os.path.join(checkpoint_dir, "best.weights.h5")

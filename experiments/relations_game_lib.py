@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_relational.environments import relations_game
+from keras_relational.experiments import distribution_lib
 from keras_relational.models import relations_game as models
 
 HELD_OUT_SETS = ("hexominoes", "stripes")
@@ -123,11 +124,17 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
 
 
 def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
-    """Softmax cross-entropy on integer labels, accuracy, ``jit_compile=True`` (XLA)."""
+    """Softmax cross-entropy on integer labels, accuracy, ``jit_compile=True`` (XLA).
+
+    Call it inside the ``scope()`` of the strategy the model was built under (the optimizer is
+    created here); with several replicas XLA is off and ``steps_per_execution`` is 1
+    (``distribution_lib.compile_options``).
+    """
     model.compile(optimizer=make_optimizer(optimizer, learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                  jit_compile=True, steps_per_execution=steps_per_execution)
+                  **distribution_lib.compile_options(jit_compile=True,
+                                                     steps_per_execution=steps_per_execution))
 
 
 def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size, optimizer,
@@ -201,6 +208,7 @@ def train_eval(
     steps_per_execution=50,
     export=True,
     verbose=0,
+    distribution_strategy="default",
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
 
@@ -213,7 +221,8 @@ def train_eval(
             curriculum_task="between"``, combination A of spec Sec. 6.2).
         num_batches: batches per training run (per stage in the protocol).
         batch_size, optimizer, learning_rate: SGD 0.01 with batches of 10 in the paper;
-            ``optimizer="adam"`` (lr 1e-4) is the Supplement's variant.
+            ``optimizer="adam"`` (lr 1e-4) is the Supplement's variant. ``batch_size`` is the
+            global batch size, split over the replicas of ``distribution_strategy``.
         num_train_examples: pentomino images generated per training task (the stream cycles
             through them, reshuffled each pass).
         num_eval_examples: held-out images per object set for the final accuracy.
@@ -226,11 +235,16 @@ def train_eval(
         steps_per_execution: batches run per compiled call (speed only; the maths is the same).
         export: write SavedModels.
         verbose: ``model.fit`` verbosity.
+        distribution_strategy: ``"default"``, ``"mirrored"`` or ``"multi_worker"``
+            (``distribution_lib.STRATEGIES``): models, optimizers and ``compile`` run under its
+            ``scope()``.
 
     Returns:
         Single task: ``{"hexominoes": accuracy, "stripes": accuracy, "num_batches": n, ...}``.
         Protocol: ``{stage name: that dict}`` for the 4 stages.
     """
+    # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
+    strategy = distribution_lib.get_strategy(distribution_strategy)
     for name in (task, curriculum_task) if curriculum_task else (task,):
         relations_game.num_classes(name)  # validates the task name
     num_classes = relations_game.num_classes(task)
@@ -257,33 +271,34 @@ def train_eval(
                                   central_kwargs=central_kwargs)
 
     target_train, target_eval = data_for(task, 0)
-    if not curriculum_task:
-        print(f"Single task {task!r}, {central}, {num_batches} batches of {batch_size}",
-              flush=True)
-        return train_stage(new_model(), root_dir, target_train, target_eval, num_batches,
-                           seed=seed, stage_name=task, **common)
-    curriculum_train, curriculum_eval = data_for(curriculum_task, 100)
-    results = {}
-    print(f"Transfer protocol: target {task!r}, curriculum {curriculum_task!r}, {central}, "
-          f"{num_batches} batches of {batch_size} per stage", flush=True)
-    results[STAGES[0]] = train_stage(new_model(), os.path.join(root_dir, STAGES[0]),
-                                     target_train, target_eval, num_batches, seed=seed,
-                                     stage_name=STAGES[0], **common)
-    pretrained = new_model()
-    results[STAGES[1]] = train_stage(pretrained, os.path.join(root_dir, STAGES[1]),
-                                     curriculum_train, curriculum_eval, num_batches,
-                                     seed=seed + 1, stage_name=STAGES[1], **common)
-    freeze_for_stage(pretrained, 3, seed=seed + 2)
-    results[STAGES[2]] = train_stage(pretrained, os.path.join(root_dir, STAGES[2]),
-                                     target_train, target_eval, num_batches, seed=seed + 2,
-                                     stage_name=STAGES[2], **common)
-    freeze_for_stage(pretrained, 4, seed=seed + 3)
-    results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
-                                     target_train, target_eval, num_batches, seed=seed + 3,
-                                     stage_name=STAGES[3], **common)
-    with open(os.path.join(root_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    return results
+    with strategy.scope():
+        if not curriculum_task:
+            print(f"Single task {task!r}, {central}, {num_batches} batches of {batch_size}",
+                  flush=True)
+            return train_stage(new_model(), root_dir, target_train, target_eval, num_batches,
+                               seed=seed, stage_name=task, **common)
+        curriculum_train, curriculum_eval = data_for(curriculum_task, 100)
+        results = {}
+        print(f"Transfer protocol: target {task!r}, curriculum {curriculum_task!r}, {central}, "
+              f"{num_batches} batches of {batch_size} per stage", flush=True)
+        results[STAGES[0]] = train_stage(new_model(), os.path.join(root_dir, STAGES[0]),
+                                         target_train, target_eval, num_batches, seed=seed,
+                                         stage_name=STAGES[0], **common)
+        pretrained = new_model()
+        results[STAGES[1]] = train_stage(pretrained, os.path.join(root_dir, STAGES[1]),
+                                         curriculum_train, curriculum_eval, num_batches,
+                                         seed=seed + 1, stage_name=STAGES[1], **common)
+        freeze_for_stage(pretrained, 3, seed=seed + 2)
+        results[STAGES[2]] = train_stage(pretrained, os.path.join(root_dir, STAGES[2]),
+                                         target_train, target_eval, num_batches, seed=seed + 2,
+                                         stage_name=STAGES[2], **common)
+        freeze_for_stage(pretrained, 4, seed=seed + 3)
+        results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
+                                         target_train, target_eval, num_batches, seed=seed + 3,
+                                         stage_name=STAGES[3], **common)
+        with open(os.path.join(root_dir, "results.json"), "w") as f:
+            json.dump(results, f, indent=2)
+        return results
 
 
 def numpy_accuracy(model, data, batch_size=250):

@@ -17,6 +17,8 @@ import os
 import numpy as np
 from absl import app, flags, logging
 
+from keras_relational.experiments import distribution_lib
+
 _PALETTE = np.array(
     [[230, 25, 75], [60, 180, 75], [0, 130, 200], [245, 130, 48], [145, 30, 180],
      [70, 240, 240]], dtype=np.uint8)
@@ -61,17 +63,20 @@ def build_model(size=8, num_heads=2, key_dim=16, num_blocks=1):
 
 
 def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
-               learning_rate=3e-3, seed=0):
+               learning_rate=3e-3, seed=0, distribution_strategy="default"):
     """Trains, evaluates on fresh examples and exports.
 
     An interrupted run resumes from its last finished epoch (``root_dir/backup``); a finished run
     is reloaded from ``root_dir/model.keras`` instead of being trained again.
+    ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
+    created under its ``scope()``; ``batch_size`` is the global batch size.
 
     Returns:
         Dict with the held-out accuracy and the paths written.
     """
     import keras
 
+    strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     keras.utils.set_random_seed(seed)
     os.makedirs(root_dir, exist_ok=True)
     model_path = os.path.join(root_dir, "model.keras")
@@ -81,13 +86,14 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
         model = keras.saving.load_model(model_path)
     else:
         x_train, y_train = make_same_colour_dataset(num_train, seed=seed)
-        model = build_model()
-        model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-            jit_compile=True,
-        )
+        with strategy.scope():
+            model = build_model()
+            model.compile(
+                optimizer=keras.optimizers.Adam(learning_rate),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"],
+                **distribution_lib.compile_options(strategy, jit_compile=True),
+            )
         model.fit(
             x_train, y_train, epochs=epochs, batch_size=batch_size, verbose=2,
             validation_data=(x_eval, y_eval),
@@ -110,12 +116,14 @@ flags.DEFINE_string("root_dir", "/tmp/keras_relational_same_colour", "Output dir
 flags.DEFINE_integer("epochs", 8, "Training epochs.")
 flags.DEFINE_integer("num_train", 4000, "Generated training examples.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
+distribution_lib.define_distribution_strategy_flag()
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
-    train_eval(FLAGS.root_dir, num_train=FLAGS.num_train, epochs=FLAGS.epochs, seed=FLAGS.seed)
+    train_eval(FLAGS.root_dir, num_train=FLAGS.num_train, epochs=FLAGS.epochs, seed=FLAGS.seed,
+               distribution_strategy=FLAGS.distribution_strategy)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from keras_relational.environments import palindromes, rule_learning
+from keras_relational.experiments import distribution_lib
 from keras_relational.models import symmetry
 
 RULE_MODELS = ("conv", "mlp", "rnn")
@@ -57,25 +58,30 @@ def build_rule_model(model, use_bias=False):
 def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_size=16,
                              learning_rate=0.1, use_bias=False, restart_until_fit=False,
                              max_restarts=10, tensorboard=True, export=True, verbose=0,
-                             steps_per_execution=50):
+                             steps_per_execution=50, distribution_strategy="default"):
     """Trains one Table I model on the 32 Marcus items and tests it on the 4 unseen-syllable items.
 
     Defaults are the paper's: Adam(lr 0.1), 1000 epochs, batch 16 (Mitchell & Bowers, Sec. 3.1).
     ``restart_until_fit`` re-initialises (seed + 1000 * attempt) while the training accuracy is
     below 100%, mirroring the palindrome restart rule (a spec recommendation, not the paper's).
+    ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
+    created under its ``scope()``; ``batch_size`` is the global batch size.
 
     Returns:
         dict with ``train_accuracy``, ``test_accuracy``, ``restarts``, ``test_predictions``,
         ``seconds`` and, for the conv model, the learnt ``kernel``.
     """
+    strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     x_train, y_train, x_test, y_test, _ = rule_learning.marcus_rule_learning()
     start = time.time()
     attempt = 0
     while True:
         keras.utils.set_random_seed(seed + 1000 * attempt)
-        net = build_rule_model(model, use_bias=use_bias)
-        net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=_sparse_ce(),
-                    metrics=["accuracy"], jit_compile=True, steps_per_execution=steps_per_execution)
+        with strategy.scope():
+            net = build_rule_model(model, use_bias=use_bias)
+            net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=_sparse_ce(),
+                        metrics=["accuracy"],
+                        **distribution_lib.compile_options(strategy, True, steps_per_execution))
         callbacks = []
         if tensorboard:
             callbacks.append(keras.callbacks.TensorBoard(
@@ -207,7 +213,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            write_mode="embedding_on_push", restart_threshold=0.9,
                            restart_epoch=4, max_restarts=10, restart_baseline=False,
                            n_per_length=20000, long_n_per_length=3333, data_seed=0, data=None,
-                           tensorboard=True, export=True, verbose=0):
+                           tensorboard=True, export=True, verbose=0,
+                           distribution_strategy="default"):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
 
     Defaults follow the paper (Sec. 3.2 / App. B): Adam(1e-3), batch 128, 100 epochs, masked
@@ -218,12 +225,15 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     passes the restart rule reliably (spec Sec. 2.2 / 7); the layer's own default is the
     paper's gated write. ``condition="nesting"`` retrains on strings with at most 4 ``a``
     (the "N_A > 2" column). ``data`` may pass ready splits (see ``palindrome_data``).
+    ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
+    created under its ``scope()``; ``batch_size`` is the global batch size.
 
     Returns:
         dict with ``in_domain`` / ``long`` (/ ``nesting``) evaluations (``string_accuracy``,
         ``token_accuracy``, ``by_length`` for long), ``restarts``, ``dev_accuracy_at_restart_epoch``
         per attempt and ``seconds``.
     """
+    strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     start = time.time()
     if data is None:
         data = palindrome_data(condition, n_per_length, long_n_per_length, data_seed)
@@ -235,9 +245,11 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     attempt, attempts = 0, []
     while True:
         keras.utils.set_random_seed(seed + 1000 * attempt)
-        net = build_sequence_model(model, write_mode=write_mode)
-        net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
-                    weighted_metrics=["accuracy"], jit_compile=True)
+        with strategy.scope():
+            net = build_sequence_model(model, write_mode=write_mode)
+            net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
+                        weighted_metrics=["accuracy"],
+                        **distribution_lib.compile_options(strategy, jit_compile=True))
         callbacks = []
         if tensorboard:
             callbacks.append(keras.callbacks.TensorBoard(

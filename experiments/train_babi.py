@@ -15,7 +15,7 @@ Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
 
 from absl import app, flags
 
-from keras_relational.experiments import babi_lib
+from keras_relational.experiments import babi_lib, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
@@ -41,6 +41,7 @@ flags.DEFINE_integer("patience", 30, "Early stopping patience in epochs (validat
 flags.DEFINE_float("target_val_accuracy", None, "Stop once validation accuracy reaches this.")
 flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes.")
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
+distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
 
@@ -70,6 +71,7 @@ def main(argv):
         target_val_accuracy=FLAGS.target_val_accuracy,
         max_minutes=FLAGS.max_minutes,
         seed=FLAGS.seed,
+        distribution_strategy=FLAGS.distribution_strategy,
     )
 
 

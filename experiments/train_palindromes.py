@@ -14,7 +14,7 @@ import os
 
 from absl import app, flags, logging
 
-from keras_relational.experiments import symmetry_lib
+from keras_relational.experiments import distribution_lib, symmetry_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
@@ -35,6 +35,7 @@ flags.DEFINE_integer("n_per_length", 20000, "Strings drawn per in-domain length 
 flags.DEFINE_integer("long_n_per_length", 3333, "Long test strings per length (paper: 3333).")
 flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
+distribution_lib.define_distribution_strategy_flag()
 
 COLUMNS = {"standard": [("in_domain", "string_accuracy"), ("long", "string_accuracy")],
            "nesting": [("nesting", "string_accuracy")]}
@@ -77,7 +78,7 @@ def main(argv):
                   learning_rate=FLAGS.learning_rate, write_mode=FLAGS.write_mode,
                   restart_threshold=threshold, restart_epoch=FLAGS.restart_epoch,
                   max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
-                  export=FLAGS.export)
+                  export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:
             for key in COLUMNS[condition]:

@@ -19,7 +19,7 @@ same ``root_dir`` resumes.
 from absl import app, flags
 
 from keras_relational.environments import relations_game
-from keras_relational.experiments import relations_game_lib
+from keras_relational.experiments import distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
 
 FLAGS = flags.FLAGS
@@ -38,6 +38,7 @@ flags.DEFINE_integer("eval_interval", 500, "Batches between held-out evaluations
 flags.DEFINE_float("early_stopping_accuracy", None, "Stop a stage at this held-out accuracy.")
 flags.DEFINE_integer("num_heads", None, "PrediNet/MHA heads (default 32).")
 flags.DEFINE_integer("seed", 0, "Seed for data and weights.")
+distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
 
@@ -61,6 +62,7 @@ def main(argv):
         early_stopping_accuracy=FLAGS.early_stopping_accuracy,
         central_kwargs=central_kwargs or None,
         seed=FLAGS.seed,
+        distribution_strategy=FLAGS.distribution_strategy,
     )
     print(results)
 

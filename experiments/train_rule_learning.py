@@ -12,7 +12,7 @@ import os
 
 from absl import app, flags, logging
 
-from keras_relational.experiments import symmetry_lib
+from keras_relational.experiments import distribution_lib, symmetry_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
@@ -25,6 +25,7 @@ flags.DEFINE_bool("use_bias", False, "Bias in the symbol convolution (authors' c
 flags.DEFINE_bool("restart_until_fit", False,
                   "Re-initialise while training accuracy < 100% (spec recommendation).")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
+distribution_lib.define_distribution_strategy_flag()
 
 
 def run(root_dir, models, seeds, **kwargs):
@@ -53,7 +54,7 @@ def main(argv):
     summary = run(FLAGS.root_dir, FLAGS.models, FLAGS.seeds, epochs=FLAGS.epochs,
                   batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate,
                   use_bias=FLAGS.use_bias, restart_until_fit=FLAGS.restart_until_fit,
-                  export=FLAGS.export)
+                  export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for model, entry in summary.items():
         print(f"{model}: median test accuracy {entry['median_test_accuracy']:.2f} "
               f"(train {entry['median_train_accuracy']:.2f}) over {len(entry['runs'])} seeds")
