@@ -17,7 +17,7 @@ venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade "pip>=24"
-	$(BIN)/python -m pip install -e ".[rl,jax,dev]"
+	$(BIN)/python -m pip install -e ".[rl,jax,dev,distributed]"
 	# TF-Agents' metadata pins cannot resolve next to tfp 0.25: install it without its deps
 	# (its real runtime needs are in the `rl` extra).
 	$(BIN)/python -m pip install --no-deps tf-agents==0.19.0

@@ -30,6 +30,7 @@ from keras_relational.models import boxworld_agents
 
 AGENTS = ("relational", "simplicial", "baseline")
 ALGORITHMS = ("vtrace", "ppo")
+PPO_EPOCHS = 4  # PPO passes over each batch of unrolls
 
 
 def agent_model_fn(agent, observation_shape, num_actions, **model_kwargs):
@@ -45,7 +46,8 @@ def agent_model_fn(agent, observation_shape, num_actions, **model_kwargs):
 
 
 def make_ppo_agent(time_step_spec, action_spec, model_fn, learning_rate, discount=0.99,
-                   entropy_cost=0.005, gradient_clip_norm=40.0, num_epochs=4, train_step=None):
+                   entropy_cost=0.005, gradient_clip_norm=40.0, num_epochs=PPO_EPOCHS,
+                   train_step=None):
     """TF-Agents' ``PPOClipAgent`` with our Keras 3 network as actor and as value function.
 
     The actor and the value network are two copies of the same Keras 3 architecture (TF-Agents'
@@ -60,6 +62,12 @@ def make_ppo_agent(time_step_spec, action_spec, model_fn, learning_rate, discoun
                                                                 dtype=action_spec.dtype))
     value_net = Keras3Network(time_step_spec.observation, model_fn, name="value_network",
                               output_fn=lambda outputs: outputs[1])
+    # Each copy trains one head only; freezing the other keeps it out of the optimised variables
+    # (otherwise TensorFlow warns at every step that it gets no gradient).
+    for net, unused_head in ((actor_net, "value_head"), (value_net, "policy_logits")):
+        layer_names = {layer.name for layer in net.keras_model.layers}
+        if unused_head in layer_names:
+            net.keras_model.get_layer(unused_head).trainable = False
     return ppo_clip_agent.PPOClipAgent(
         time_step_spec, action_spec, optimizer=tf.keras.optimizers.Adam(learning_rate),
         actor_net=actor_net, value_net=value_net, importance_ratio_clipping=0.2,
@@ -109,6 +117,10 @@ def train_eval(
     eval_episodes=100,
     eval_env_kwargs=None,
     test_presets=(),
+    num_ray_actors=0,
+    ray_address=None,
+    weight_sync_interval=1,
+    max_seconds=None,
     seed=0,
     print_fn=print,
 ):
@@ -122,7 +134,8 @@ def train_eval(
             (TF-Agents' ``PPOClipAgent`` with our networks, Adam).
         env_kwargs: BoxWorld level parameters for training (e.g. ``dict(goal_length=(1, 2))``).
         model_kwargs: keyword arguments of the network builder in ``keras_relational.models``.
-        num_iterations: learner steps; each consumes ``num_envs * unroll_length`` frames.
+        num_iterations: learner steps; a V-trace step consumes ``num_envs * unroll_length``
+            frames, PPO takes ``PPO_EPOCHS`` steps (one per epoch) over each such batch.
         num_envs, unroll_length: B and T of each training batch.
         learning_rate, discount, entropy_cost, baseline_cost, gradient_clip_norm: see
             :class:`VTraceAgent` (RMSProp with epsilon 0.1, decay 0.99).
@@ -135,6 +148,15 @@ def train_eval(
         test_presets: names of ``BoxWorld.PRESETS`` (e.g. ``"test_length_6"``,
             ``"test_heldout"``) evaluated zero-shot at the end of training (original BoxWorld;
             the room size of ``env_kwargs`` is kept).
+        num_ray_actors: 0 steps ``num_envs`` environments in this process; N > 0 collects with
+            N Ray actors instead, each with its own ``num_envs`` environments and policy copy
+            (:class:`keras_relational.agents.ray_actors.RayActorFleet`; V-trace only; needs
+            ``pip install "keras-relational[distributed]"``).
+        ray_address: with Ray actors: None starts a local Ray, ``"auto"`` or ``"host:port"``
+            joins a running cluster (``ray start --head``).
+        weight_sync_interval: learner steps between weight broadcasts to the Ray actors.
+        max_seconds: wall-clock budget of the training loop (None: none); training stops at the
+            first progress line after it, then checkpoints, evaluates and exports as usual.
         seed: seeds TensorFlow, Keras and the environments.
 
     Returns:
@@ -142,6 +164,9 @@ def train_eval(
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received {algorithm!r}.")
+    if num_ray_actors and algorithm != "vtrace":
+        raise ValueError(f"`num_ray_actors` > 0 needs algorithm='vtrace' (V-trace corrects the "
+                         f"actors' policy lag; PPO is on-policy), received {algorithm!r}.")
     unknown = [p for p in test_presets if p not in environments.PRESETS]
     if unknown:
         raise ValueError(f"`test_presets` must name BoxWorld presets {sorted(environments.PRESETS)}"
@@ -183,16 +208,30 @@ def train_eval(
         checkpoint_interval=checkpoint_interval, summary_interval=log_interval,
         triggers=[triggers.PolicySavedModelTrigger(policies_dir, tf_agent, train_step,
                                                    interval=policy_save_interval)])
-    collect_policy = py_tf_eager_policy.PyTFEagerPolicy(tf_agent.collect_policy,
-                                                        use_tf_function=True)
-    collect_actor = actor.Actor(
-        collect_env, collect_policy, train_step, steps_per_run=num_envs * unroll_length,
-        observers=[unrolls], summary_dir=os.path.join(root_dir, "collect"),
-        summary_interval=log_interval)
+    if num_ray_actors:  # IMPALA-style: remote actors feed `unrolls`, one unroll per run()
+        from keras_relational.agents import ray_actors
+
+        collect_actor = ray_actors.RayActorFleet(
+            num_ray_actors, unrolls, network.keras_model, train_step, model_fn,
+            env_name=env_name, env_kwargs=env_kwargs, num_envs=num_envs,
+            unroll_length=unroll_length, data_spec=tf_agent.collect_data_spec, seed=seed,
+            weight_sync_interval=weight_sync_interval, ray_address=ray_address,
+            summary_dir=os.path.join(root_dir, "collect"), print_fn=print_fn)
+        finished_episodes = collect_actor.finished_episodes
+    else:
+        collect_policy = py_tf_eager_policy.PyTFEagerPolicy(tf_agent.collect_policy,
+                                                            use_tf_function=True)
+        collect_actor = actor.Actor(
+            collect_env, collect_policy, train_step, steps_per_run=num_envs * unroll_length,
+            observers=[unrolls], summary_dir=os.path.join(root_dir, "collect"),
+            summary_interval=log_interval)
+        finished_episodes = collect_env.finished_episodes
     summary_writer = tf.summary.create_file_writer(os.path.join(root_dir, "collect_extra"))
     eval_writer = tf.summary.create_file_writer(os.path.join(root_dir, "eval"))
 
-    frames_per_step = num_envs * unroll_length
+    # TF-Agents' PPO counts one train step per epoch over each batch of unrolls.
+    steps_per_batch = PPO_EPOCHS if algorithm == "ppo" else 1
+    frames_per_step = num_envs * unroll_length / steps_per_batch
     start_step = int(train_step.numpy())
     if start_step:
         print_fn(f"Resuming from {root_dir}: train step {start_step}")
@@ -202,6 +241,7 @@ def train_eval(
     started = time.perf_counter()
     last_log_time, last_log_step, last_episode_count = started, start_step, 0
     history = []
+    out_of_time = False
 
     def run_eval(step, name="eval", level_kwargs=None):
         level_kwargs = eval_env_kwargs if level_kwargs is None else level_kwargs
@@ -226,7 +266,7 @@ def train_eval(
         return rate
 
     try:
-        while int(train_step.numpy()) < num_iterations:
+        while int(train_step.numpy()) < num_iterations and not out_of_time:
             collect_actor.run()
             while unrolls.qsize() and int(train_step.numpy()) < num_iterations:
                 loss_info = agent_learner.run(iterations=1)
@@ -234,7 +274,7 @@ def train_eval(
             if step - last_log_step >= log_interval or step >= num_iterations:
                 now = time.perf_counter()
                 fps = (step - last_log_step) * frames_per_step / max(now - last_log_time, 1e-9)
-                recent = collect_env.finished_episodes[last_episode_count:]
+                recent = finished_episodes[last_episode_count:]
                 solve_rate = _solve_rate(recent)
                 mean_return = float(np.mean([e.episode_return for e in recent])) if recent \
                     else float("nan")
@@ -242,18 +282,23 @@ def train_eval(
                     tf.summary.scalar("frames_per_second", fps)
                     tf.summary.scalar("solve_rate", solve_rate)
                     tf.summary.scalar("average_return", mean_return)
-                print_fn(f"step {step:6d} | frames {step * frames_per_step:9d} | "
+                lag = (f" | policy lag {collect_actor.mean_policy_lag():4.1f}"
+                       if num_ray_actors else "")
+                print_fn(f"step {step:6d} | frames {int(step * frames_per_step):9d} | "
                          f"{fps:7.0f} frames/s | episodes {len(recent):4d} | "
                          f"return {mean_return:6.2f} | solved {100 * solve_rate:5.1f}% | "
-                         f"loss {float(loss_info.loss):9.3f}")
-                history.append(dict(step=step, frames=step * frames_per_step, fps=fps,
+                         f"loss {float(loss_info.loss):9.3f}{lag}")
+                history.append(dict(step=step, frames=int(step * frames_per_step), fps=fps,
                                     solve_rate=solve_rate, seconds=now - started))
                 last_log_time, last_log_step = now, step
-                last_episode_count = len(collect_env.finished_episodes)
+                last_episode_count = len(finished_episodes)
+                out_of_time = max_seconds is not None and now - started >= max_seconds
             if eval_interval and step % eval_interval == 0:
                 run_eval(step)
     finally:
         unrolls.close()
+        if num_ray_actors:
+            collect_actor.close()
 
     step = int(train_step.numpy())
     agent_learner._checkpointer.save(train_step)  # the final state, whatever the interval
@@ -277,7 +322,7 @@ def train_eval(
     network.keras_model.save(keras_file)
     elapsed = time.perf_counter() - started
     result = dict(
-        train_step=step, frames=step * frames_per_step,
+        train_step=step, frames=int(step * frames_per_step),
         frames_per_second=(step - start_step) * frames_per_step / max(elapsed, 1e-9),
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
         keras_model_dir=keras_model_dir, keras_file=keras_file,

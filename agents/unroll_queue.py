@@ -56,9 +56,13 @@ class UnrollQueue:
         self._steps.append(tf.nest.map_structure(np.asarray, trajectory))
         if len(self._steps) == self._unroll_length + 1:
             unroll = tf.nest.map_structure(lambda *xs: np.stack(xs, axis=1), *self._steps)
-            self._queue.put(unroll)
-            self.unrolls_produced += 1
+            self.put(unroll)
             self._steps = self._steps[-1:]
+
+    def put(self, unroll):
+        """Queues one ready ``[B, T+1, ...]`` unroll (e.g. from a remote actor); may block."""
+        self._queue.put(unroll)
+        self.unrolls_produced += 1
 
     def close(self):
         self._closed = True

@@ -8,6 +8,11 @@ Progress lines show frames/s and the solve rate; TensorBoard summaries go to ``r
 the same command to resume after an interruption); PolicySaver SavedModels to
 ``root_dir/policies`` and the Keras 3 network to ``root_dir/keras_model``. Play the exported
 policy with ``python -m experiments.play_boxworld --policy_dir=<root_dir>/policies/greedy_policy``.
+
+With ``--num_ray_actors=N`` the experience comes from N Ray actors (IMPALA-style, V-trace corrects
+the policy lag shown in the progress lines); ``--ray_address`` joins a running Ray cluster:
+
+    python -m experiments.train_boxworld --root_dir=/tmp/boxworld --num_ray_actors=2
 """
 
 from absl import app, flags, logging
@@ -37,6 +42,14 @@ flags.DEFINE_integer("log_interval", 10, "Updates between progress lines.")
 flags.DEFINE_integer("checkpoint_interval", 100, "Updates between checkpoints.")
 flags.DEFINE_integer("policy_save_interval", 1000, "Updates between policy exports.")
 flags.DEFINE_bool("jit_compile", True, "XLA-compile the learner step.")
+flags.DEFINE_integer("num_ray_actors", 0, "0: actors in this process; N > 0: N Ray actors, each "
+                     "with its own --num_envs environments (pip install "
+                     "\"keras-relational[distributed]\"; V-trace only).")
+flags.DEFINE_string("ray_address", None, "With --num_ray_actors: join this Ray cluster "
+                    "('auto': the one started here with `ray start`, or host:port); default: "
+                    "start a local Ray.")
+flags.DEFINE_integer("weight_sync_interval", 1, "Learner steps between weight broadcasts to "
+                     "the Ray actors.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
 
 
@@ -63,7 +76,9 @@ def main(argv):
         jit_compile=FLAGS.jit_compile, checkpoint_interval=FLAGS.checkpoint_interval,
         policy_save_interval=FLAGS.policy_save_interval, log_interval=FLAGS.log_interval,
         eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,
-        test_presets=tuple(FLAGS.test_presets), seed=FLAGS.seed)
+        test_presets=tuple(FLAGS.test_presets), num_ray_actors=FLAGS.num_ray_actors,
+        ray_address=FLAGS.ray_address, weight_sync_interval=FLAGS.weight_sync_interval,
+        seed=FLAGS.seed)
 
 
 if __name__ == "__main__":

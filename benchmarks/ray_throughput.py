@@ -1,0 +1,124 @@
+"""Frames/s of Box-World V-trace training: in-process actors vs 1 and 2 Ray actors.
+
+The demo-sized relational agent (``--key_dim=32 --head_width=64``) on the demo's BoxWorld (6x6
+room, solution length 1, no distractors), ``--num_envs`` x ``--unroll_length`` frames per update:
+
+1. **training**: ``train_eval`` end to end (actors + V-trace learner, XLA), frames/s over the
+   second half of ``2 * --iterations`` updates (start-up, tracing and compilation excluded), for
+   the in-process actor and for ``num_ray_actors=1`` and ``2`` (a local Ray, started per run);
+2. **collection only**: the same actors without a learner (``BoxWorldActor.collect`` in this
+   process, and ``RayActorFleet.run`` with 1 and 2 Ray actors), which shows what the actors alone
+   deliver.
+
+Every Ray actor reserves one CPU and runs TensorFlow on one thread; the learner runs in this
+process. On a 2-core machine the learner and two actors share two cores, so the ratio says little
+about a cluster, where each actor gets its own cores. Prints a Markdown table and the ratios.
+
+    .venv/bin/python benchmarks/ray_throughput.py [--iterations 40]
+"""
+
+import argparse
+import os
+import re
+import tempfile
+import time
+
+ENV_KWARGS = dict(goal_length=1, num_distractors=0, room_size=6)  # the `make demo` level
+MODEL_KWARGS = dict(key_dim=32, head_units=(64,) * 4)  # --key_dim=32 --head_width=64
+
+
+def training_frames_per_second(num_ray_actors, iterations, num_envs, unroll_length):
+    """(frames/s over the second half, mean policy lag over it) of one ``train_eval`` run."""
+    from keras_relational.agents.train_eval import train_eval
+
+    lines = []
+    with tempfile.TemporaryDirectory() as root:
+        result = train_eval(root, env_kwargs=ENV_KWARGS, model_kwargs=MODEL_KWARGS,
+                            num_iterations=2 * iterations, num_envs=num_envs,
+                            unroll_length=unroll_length, learning_rate=1e-3, eval_episodes=0,
+                            log_interval=iterations, checkpoint_interval=10**9,
+                            policy_save_interval=10**9, num_ray_actors=num_ray_actors,
+                            print_fn=lines.append)
+    lags = [float(m.group(1)) for line in lines if (m := re.search(r"policy lag +([\d.]+)", line))]
+    return result["history"][-1]["fps"], (lags[-1] if lags else 0.0)
+
+
+def collection_frames_per_second(num_ray_actors, unrolls, num_envs, unroll_length):
+    """Frames/s the actors deliver with no learner (0 actors: a BoxWorldActor in this process)."""
+    import tensorflow as tf
+
+    from keras_relational.agents import ray_actors
+    from keras_relational.agents.boxworld_environment import make_boxworld_environment
+    from keras_relational.agents.train_eval import agent_model_fn
+
+    shape = make_boxworld_environment("original", num_envs=1, **ENV_KWARGS).observation_spec()
+    model_fn = agent_model_fn("relational", shape.shape, 4, **MODEL_KWARGS)
+    frames = num_envs * unroll_length
+    if num_ray_actors == 0:
+        actor = ray_actors.BoxWorldActor("original", num_envs, unroll_length, model_fn, seed=1,
+                                         env_kwargs=ENV_KWARGS, num_threads=None)
+        actor.collect()  # tracing
+        start = time.perf_counter()
+        for _ in range(unrolls):
+            actor.collect()
+        return unrolls * frames / (time.perf_counter() - start)
+
+    class Sink:
+        def put(self, unroll):
+            pass
+
+    model = model_fn()
+    fleet = ray_actors.RayActorFleet(
+        num_ray_actors, Sink(), model, tf.Variable(0, dtype=tf.int64), model_fn,
+        env_kwargs=ENV_KWARGS, num_envs=num_envs, unroll_length=unroll_length,
+        print_fn=lambda line: None)
+    try:
+        for _ in range(2 * num_ray_actors):  # every actor traced its forward pass
+            fleet.run()
+        start = time.perf_counter()
+        for _ in range(unrolls):
+            fleet.run()
+        return unrolls * frames / (time.perf_counter() - start)
+    finally:
+        fleet.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=40,
+                        help="timed learner updates per training run (after as many untimed)")
+    parser.add_argument("--unrolls", type=int, default=60, help="timed unrolls, collection only")
+    parser.add_argument("--num_envs", type=int, default=16)
+    parser.add_argument("--unroll_length", type=int, default=20)
+    args = parser.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
+
+    rows = []
+    for label, actors in (("in-process actor", 0), ("1 Ray actor", 1), ("2 Ray actors", 2)):
+        load = os.getloadavg()[0]
+        fps, lag = training_frames_per_second(actors, args.iterations, args.num_envs,
+                                              args.unroll_length)
+        collect = collection_frames_per_second(actors, args.unrolls, args.num_envs,
+                                               args.unroll_length)
+        rows.append((label, fps, lag, collect, load))
+        print(f"{label}: training {fps:.0f} frames/s, collection only {collect:.0f} frames/s "
+              f"(load average before: {load:.1f})", flush=True)
+
+    print(f"\nDemo-sized relational agent, 6x6 BoxWorld, {args.num_envs} envs x "
+          f"{args.unroll_length} steps per unroll; training: V-trace, {args.iterations} timed "
+          f"updates; collection only: {args.unrolls} timed unrolls, no learner; "
+          f"{os.cpu_count()} CPU cores\n")
+    print("| actors | training frames/s | mean policy lag (updates) | collection-only frames/s |"
+          " 1-min load average before |")
+    print("|---|---|---|---|---|")
+    for label, fps, lag, collect, load in rows:
+        print(f"| {label} | {fps:.0f} | {lag:.1f} | {collect:.0f} | {load:.1f} |")
+    by_label = {row[0]: row for row in rows}
+    two, one = by_label["2 Ray actors"], by_label["1 Ray actor"]
+    print(f"\n2 / 1 Ray actors: training {two[1] / one[1]:.2f}x, collection only "
+          f"{two[3] / one[3]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

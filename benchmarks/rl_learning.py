@@ -1,0 +1,119 @@
+"""Learning benchmark: fraction of BoxWorld levels solved vs wall-clock, relational vs baseline.
+
+Trains each agent with ``agents.train_eval`` (V-trace actor-learner, the CPU) for a wall-clock
+budget on a small BoxWorld and records, at every progress line, the fraction of the training
+episodes that ended with the gem (every episode is a freshly generated level, so this measures
+generalisation, not memorisation), then evaluates the final policy on new levels. Writes
+``results/rl_learning.json`` and a Markdown table ``results/rl_learning.md``.
+
+    .venv/bin/python benchmarks/rl_learning.py --minutes 30                 # the issue's setting
+    .venv/bin/python benchmarks/rl_learning.py --minutes 10 --goal_length 1 --num_distractors 0
+
+By default the agents run one after the other, each with the whole machine; ``--concurrent``
+runs them side by side (each then gets about half of the cores: say so when reporting).
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARKS_MINUTES = (1, 2, 5, 10, 15, 20, 30, 45, 60)
+
+
+def _run(agent, args, root, queue=None):
+    from keras_relational.agents.train_eval import train_eval
+
+    model_kwargs = dict(head_units=(args.head_width,) * 4)
+    if agent in ("relational", "simplicial"):
+        model_kwargs.update(key_dim=args.key_dim)
+    result = train_eval(
+        os.path.join(root, agent), agent=agent, algorithm=args.algorithm,
+        env_kwargs=dict(goal_length=tuple(args.goal_length),
+                        num_distractors=tuple(args.num_distractors), room_size=args.room_size),
+        model_kwargs=model_kwargs, num_iterations=10**9, num_envs=args.num_envs,
+        unroll_length=args.unroll_length, learning_rate=args.learning_rate,
+        entropy_cost=args.entropy_cost, log_interval=args.log_interval,
+        eval_episodes=args.eval_episodes, checkpoint_interval=10**9, policy_save_interval=10**9,
+        max_seconds=60 * args.minutes, seed=args.seed,
+        print_fn=lambda line: print(f"[{agent}] {line}", flush=True))
+    summary = {key: result[key] for key in ("train_step", "frames", "frames_per_second",
+                                             "eval_solve_rate", "history")}
+    if queue is not None:
+        queue.put((agent, summary))
+    return summary
+
+
+def _table(results, args):
+    lines = [f"Solve rate of the training episodes (fresh levels) vs wall-clock; BoxWorld room "
+             f"{args.room_size}, goal length {args.goal_length}, distractors "
+             f"{args.num_distractors}, {args.algorithm}, lr {args.learning_rate}, "
+             f"{args.num_envs} envs x {args.unroll_length} steps per update.", "",
+             "| agent | " + " | ".join(f"{m} min" for m in MARKS_MINUTES
+                                        if m <= args.minutes) + " | frames | eval (final) |",
+             "|---|" + "---|" * (len([m for m in MARKS_MINUTES if m <= args.minutes]) + 2)]
+    for agent, summary in results.items():
+        cells = []
+        for mark in (m for m in MARKS_MINUTES if m <= args.minutes):
+            # The last progress window that ended by the mark.
+            rows = [h for h in summary["history"] if h["seconds"] <= 60 * mark + 1]
+            cells.append(f"{100 * rows[-1]['solve_rate']:.0f}%" if rows else "-")
+        lines.append(f"| {agent} | " + " | ".join(cells) + f" | {summary['frames']:,} | "
+                     f"{100 * summary['eval_solve_rate']:.1f}% |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--agents", default="relational,baseline")
+    parser.add_argument("--algorithm", default="vtrace", choices=("vtrace", "ppo"))
+    parser.add_argument("--goal_length", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--num_distractors", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--room_size", type=int, default=6)
+    parser.add_argument("--num_envs", type=int, default=16)
+    parser.add_argument("--unroll_length", type=int, default=20)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--entropy_cost", type=float, default=0.005)
+    parser.add_argument("--key_dim", type=int, default=32)
+    parser.add_argument("--head_width", type=int, default=64)
+    parser.add_argument("--log_interval", type=int, default=100)
+    parser.add_argument("--eval_episodes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrent", action="store_true")
+    parser.add_argument("--output", default=os.path.join(HERE, "results", "rl_learning"))
+    args = parser.parse_args()
+    agents = args.agents.split(",")
+    started = time.time()
+    with tempfile.TemporaryDirectory() as root:
+        if args.concurrent:
+            context = multiprocessing.get_context("spawn")
+            queue = context.Queue()
+            processes = [context.Process(target=_run, args=(agent, args, root, queue))
+                         for agent in agents]
+            for process in processes:
+                process.start()
+            collected = dict(queue.get() for _ in processes)
+            for process in processes:
+                process.join()
+            results = {agent: collected[agent] for agent in agents}
+        else:
+            results = {agent: _run(agent, args, root) for agent in agents}
+    table = _table(results, args)
+    load = os.getloadavg()
+    table += (f"\n\nMeasured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores"
+              f"{', agents run concurrently' if args.concurrent else ''}; load average at the "
+              f"end {load[0]:.1f}; total {(time.time() - started) / 60:.0f} min.")
+    print(table)
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output + ".json", "w") as f:
+        json.dump(dict(args=vars(args), results=results), f, indent=1)
+    with open(args.output + ".md", "w") as f:
+        f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
