@@ -32,6 +32,7 @@ def _write_json(path, payload):
 def _export(model, root_dir, export):
     if not export:
         return
+    os.makedirs(root_dir, exist_ok=True)  # nothing else creates it when TensorBoard is off
     model.save(os.path.join(root_dir, "model.keras"))
     model.export(os.path.join(root_dir, "saved_model"), verbose=False)
 
@@ -183,7 +184,12 @@ def evaluate_split(model, split, by_length=False):
 
 def palindrome_data(condition="standard", n_per_length=20000, long_n_per_length=3333,
                     data_seed=0):
-    """The splits of one Table II condition: train, dev, test (the column's test) and long."""
+    """The splits of one Table II condition: train, dev, test (the column's test) and long.
+
+    Keys: ``train``, ``dev``, ``in_domain_test``, ``long_test``, ``long_dev`` and, for
+    ``"nesting"``, ``nesting_test``. In the nesting condition train, dev and long dev keep only the
+    strings with N_A <= 2, so no split used for training or selection holds an N_A > 2 string.
+    """
     if condition not in CONDITIONS:
         raise ValueError(f"condition must be one of {CONDITIONS}, received {condition!r}.")
     data = palindromes.palindrome_dataset(n_per_length=n_per_length, seed=data_seed)
@@ -192,9 +198,11 @@ def palindrome_data(condition="standard", n_per_length=20000, long_n_per_length=
     splits = {"in_domain_test": data["test"], "long_test": long["test"]}
     if condition == "nesting":
         nested = palindromes.nesting_split(data)
-        splits.update(train=nested["train"], dev=nested["dev"], nesting_test=nested["test"])
+        splits.update(train=nested["train"], dev=nested["dev"], nesting_test=nested["test"],
+                      long_dev=palindromes.select(long["dev"], palindromes.count_a(long["dev"])
+                                                  <= palindromes.MAX_A_FOR_NESTING_SPLIT))
     else:
-        splits.update(train=data["train"], dev=data["dev"])
+        splits.update(train=data["train"], dev=data["dev"], long_dev=long["dev"])
     return splits
 
 
@@ -213,7 +221,9 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            write_mode="embedding_on_push", restart_threshold=0.9,
                            restart_epoch=4, max_restarts=10, restart_baseline=False,
                            n_per_length=20000, long_n_per_length=3333, data_seed=0, data=None,
-                           tensorboard=True, export=True, verbose=0,
+                           early_stopping=False, patience=1,
+                           stop_score=1.0, select_on_long_dev=False, steps_per_execution=10,
+                           model_cache=None, tensorboard=True, export=True, verbose=0,
                            distribution_strategy="default"):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
 
@@ -225,6 +235,15 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     passes the restart rule reliably (spec Sec. 2.2 / 7); the layer's own default is the
     paper's gated write. ``condition="nesting"`` retrains on strings with at most 4 ``a``
     (the "N_A > 2" column). ``data`` may pass ready splits (see ``palindrome_data``).
+    ``early_stopping`` (not the paper's: it keeps the last epoch) scores every epoch after the
+    restart check by the dev string accuracy (with ``select_on_long_dev``, the minimum of it and
+    the long-dev one), stops once the score reaches ``stop_score`` or has not improved for
+    ``patience`` epochs, or after ``epochs``, and restores the best-scoring (earliest on ties)
+    weights. Only dev splits are used, never a test split; the returned dict then also holds
+    ``selection_scores`` (one per scored epoch), ``selected_epoch`` and ``stopped_epoch``.
+    ``model_cache`` (a dict shared between calls) keeps compiled models: a later run or restart
+    with the same settings copies its fresh initial weights into the cached model and zeroes the
+    optimizer state instead of compiling again (the XLA compile costs more than an epoch here).
     ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
     created under its ``scope()``; ``batch_size`` is the global batch size.
 
@@ -247,14 +266,22 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         keras.utils.set_random_seed(seed + 1000 * attempt)
         with strategy.scope():
             net = build_sequence_model(model, write_mode=write_mode)
-            net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
-                        weighted_metrics=["accuracy"],
-                        **distribution_lib.compile_options(strategy, jit_compile=True))
+            cache_key = (model, write_mode, learning_rate, batch_size, steps_per_execution,
+                         len(train["inputs"]), id(strategy))
+            if model_cache is not None and cache_key in model_cache:
+                net = _reinitialize(model_cache[cache_key], net)
+            else:
+                net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
+                            weighted_metrics=["accuracy"],
+                            **distribution_lib.compile_options(strategy, True,
+                                                               steps_per_execution))
+                if model_cache is not None:
+                    model_cache[cache_key] = net
         callbacks = []
         if tensorboard:
             callbacks.append(keras.callbacks.TensorBoard(
                 os.path.join(root_dir, "tensorboard", f"attempt_{attempt}"), write_graph=False))
-        first = min(restart_epoch, epochs) if use_rule else epochs
+        first = min(restart_epoch if use_rule else 1 if early_stopping else epochs, epochs)
         fit_kwargs = dict(batch_size=batch_size, shuffle=True, callbacks=callbacks,
                           verbose=verbose,
                           validation_data=(dev["inputs"], dev["targets"], dev["mask"]))
@@ -265,7 +292,12 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         if not use_rule or dev_accuracy > restart_threshold or attempt >= max_restarts:
             break
         attempt += 1
-    if first < epochs:
+    selection = {}
+    if early_stopping:
+        fit_kwargs.pop("validation_data")
+        selection = _fit_with_early_stopping(net, train, data, first, epochs, patience,
+                                             stop_score, select_on_long_dev, fit_kwargs)
+    elif first < epochs:
         net.fit(train["inputs"], train["targets"], sample_weight=train["mask"], epochs=epochs,
                 initial_epoch=first, **fit_kwargs)
     results = {
@@ -274,7 +306,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         "restarts": attempt, "dev_accuracy_at_restart_epoch": attempts,
         "in_domain": evaluate_split(net, data["in_domain_test"]),
         "long": evaluate_split(net, data["long_test"], by_length=True),
-        "train_size": int(len(data["train"]["inputs"])),
+        "train_size": int(len(data["train"]["inputs"])), **selection,
     }
     if "nesting_test" in data:
         results["nesting"] = evaluate_split(net, data["nesting_test"])
@@ -282,6 +314,39 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     _export(net, root_dir, export)
     _write_json(os.path.join(root_dir, "results.json"), results)
     return results
+
+
+def _reinitialize(net, fresh):
+    """``net`` (compiled) with ``fresh``'s weights and a zeroed optimizer state (step 0)."""
+    net.set_weights(fresh.get_weights())
+    learning_rate = getattr(net.optimizer, "_learning_rate", None)
+    for variable in net.optimizer.variables:
+        if variable is not learning_rate:  # a constant rate is itself an optimizer variable
+            variable.assign(keras.ops.zeros(variable.shape, variable.dtype))
+    return net
+
+
+def _fit_with_early_stopping(net, train, data, first, epochs, patience, stop_score,
+                             select_on_long_dev, fit_kwargs):
+    """Epoch-wise training after ``first`` epochs, keeping the best dev-scoring weights."""
+    splits = [data["dev"]] + ([data["long_dev"]] if select_on_long_dev else [])
+
+    def score():
+        return min(evaluate_split(net, split)["string_accuracy"] for split in splits)
+
+    epoch = first
+    best_score, best_epoch, best_weights = score(), epoch, net.get_weights()
+    scores = [best_score]
+    while epoch < epochs and best_score < stop_score and epoch - best_epoch < patience:
+        net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                epochs=epoch + 1, initial_epoch=epoch, **fit_kwargs)
+        epoch += 1
+        scores.append(score())
+        if scores[-1] > best_score:
+            best_score, best_epoch, best_weights = scores[-1], epoch, net.get_weights()
+    net.set_weights(best_weights)
+    return {"selection_scores": scores, "first_scored_epoch": first, "stopped_epoch": epoch,
+            "selected_epoch": best_epoch}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -31,6 +31,10 @@ flags.DEFINE_float("restart_threshold", 0.9, "Restart if dev token accuracy <= t
 flags.DEFINE_integer("restart_epoch", 4, "Epoch at which the restart rule is checked.")
 flags.DEFINE_integer("max_restarts", 10, "Cap on restarts per run.")
 flags.DEFINE_bool("restart_baseline", False, "Apply the restart rule to the LSTM as well.")
+flags.DEFINE_bool("early_stopping", False, "Keep the best dev epoch and stop once the dev string "
+                  "accuracy reaches --stop_score (not the paper's: it keeps the last epoch).")
+flags.DEFINE_float("stop_score", 1.0, "Dev string accuracy at which early stopping stops.")
+flags.DEFINE_integer("patience", 1, "Early stopping: epochs without dev improvement.")
 flags.DEFINE_integer("n_per_length", 20000, "Strings drawn per in-domain length (paper: 20000).")
 flags.DEFINE_integer("long_n_per_length", 3333, "Long test strings per length (paper: 3333).")
 flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
@@ -78,6 +82,8 @@ def main(argv):
                   learning_rate=FLAGS.learning_rate, write_mode=FLAGS.write_mode,
                   restart_threshold=threshold, restart_epoch=FLAGS.restart_epoch,
                   max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
+                  early_stopping=FLAGS.early_stopping, stop_score=FLAGS.stop_score,
+                  patience=FLAGS.patience,
                   export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:

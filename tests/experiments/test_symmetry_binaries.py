@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -45,6 +46,60 @@ def test_palindromes_train_eval_learns_and_writes(tmp_path):
     assert result["in_domain"]["token_accuracy"] > 0.6  # chance is about 0.25
     assert os.path.isdir(tmp_path / "saved_model") and os.path.isfile(tmp_path / "model.keras")
     assert json.load(open(tmp_path / "results.json"))["condition"] == "nesting"
+
+
+def _tiny_nesting_data():
+    from keras_relational.environments import palindromes
+
+    small = palindromes.palindrome_dataset(half_lengths=(3, 4, 5), n_per_length=600, seed=0)
+    long = palindromes.long_palindrome_dataset(half_lengths=(7,), n_per_length=20)
+    nested = palindromes.nesting_split(small, max_a=2)
+    return {"train": nested["train"], "dev": nested["dev"], "in_domain_test": small["test"],
+            "long_test": long["test"], "long_dev": long["dev"], "nesting_test": nested["test"]}
+
+
+def test_palindrome_data_nesting_splits_hold_no_deep_a_outside_the_test():
+    from keras_relational.environments import palindromes
+
+    data = symmetry_lib.palindrome_data("nesting", n_per_length=300, long_n_per_length=200)
+    for name in ("train", "dev", "long_dev"):  # everything training or selection may see
+        assert len(data[name]["inputs"]) and palindromes.count_a(data[name]).max() <= 4, name
+    assert palindromes.count_a(data["nesting_test"]).min() > 4
+    assert set(data["long_dev"]["lengths"]) == {29, 33, 37}
+    standard = symmetry_lib.palindrome_data("standard", n_per_length=300, long_n_per_length=200)
+    assert len(standard["long_dev"]["inputs"]) == 600 and "nesting_test" not in standard
+
+
+def test_early_stopping_restores_the_best_dev_epoch(tmp_path):
+    data = _tiny_nesting_data()
+    root_dir = tmp_path / "new_dir"  # created by the export alone when TensorBoard is off
+    result = symmetry_lib.palindromes_train_eval(
+        str(root_dir), model="conv_stack", condition="nesting", seed=0, epochs=3,
+        batch_size=32, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
+        patience=3, stop_score=1.01, select_on_long_dev=True, tensorboard=False, data=data)
+    scores = result["selection_scores"]
+    assert result["stopped_epoch"] == 3 and len(scores) == 3  # stop_score > 1: never stops early
+    assert result["selected_epoch"] == 1 + int(np.argmax(scores))  # earliest best epoch
+    net = keras.saving.load_model(root_dir / "model.keras")
+    restored = min(symmetry_lib.evaluate_split(net, data[name])["string_accuracy"]
+                   for name in ("dev", "long_dev"))
+    assert restored == pytest.approx(max(scores))
+
+
+def test_model_cache_reruns_match_fresh_runs(tmp_path):
+    data = _tiny_nesting_data()
+    kwargs = dict(model="conv_stack", condition="nesting", epochs=2, batch_size=64,
+                  learning_rate=1e-2, restart_threshold=None, tensorboard=False, export=False,
+                  data=data)
+    fresh = symmetry_lib.palindromes_train_eval(str(tmp_path / "fresh"), seed=1, **kwargs)
+    cache = {}
+    symmetry_lib.palindromes_train_eval(str(tmp_path / "a"), seed=0, model_cache=cache, **kwargs)
+    reused = symmetry_lib.palindromes_train_eval(str(tmp_path / "b"), seed=1, model_cache=cache,
+                                                 **kwargs)
+    assert len(cache) == 1
+    for key in ("in_domain", "nesting"):  # same weights, same optimizer state from step 0
+        assert reused[key]["token_accuracy"] == pytest.approx(fresh[key]["token_accuracy"],
+                                                              abs=1e-3)
 
 
 def test_metrics():
