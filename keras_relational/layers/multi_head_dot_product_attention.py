@@ -1,12 +1,64 @@
 """Relational multi-head dot-product attention (MHDPA) of Zambaldi et al. (2019)."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_relational.layers import _checks, _utils
 
 _QKV_NORMS = ("joint", "separate", "none")
 _ATTENTION_SCALES = ("key_dim", "rmc", None)
+_HALF_FLOATS = ("float16", "bfloat16")
+
+
+def layer_norm(x, norm, gain_scale=None):
+    """``norm`` (a built ``keras.layers.LayerNormalization`` over the last axis) applied to ``x``.
+
+    The same equation and variables as ``norm(x)``: ``(x - mean) / sqrt(var + epsilon) * gamma +
+    beta`` over the last axis, computed in at least float32. The backward pass is written out as
+    one formula instead of the autodiff of the moments: fewer ops, which matters on CPU without
+    XLA (``benchmarks/relational_speed.py``), and exact second derivatives too (TF's
+    ``tf.nn.moments``, used by ``keras.layers.LayerNormalization``, stops the gradient through
+    the mean inside the variance, which drops terms of the second derivative).
+    ``gain_scale`` (broadcastable to gamma) multiplies gamma and beta, i.e. the output; the
+    attention uses it to fold its logit scale into the queries' LayerNorm.
+    """
+    dtype = x.dtype
+    compute_dtype = "float32" if str(dtype) in _HALF_FLOATS else dtype
+    gamma, beta = ops.cast(norm.gamma, compute_dtype), ops.cast(norm.beta, compute_dtype)
+    if gain_scale is not None:
+        gain_scale = ops.cast(gain_scale, compute_dtype)
+        gamma, beta = gamma * gain_scale, beta * gain_scale
+    outputs = _layer_norm_last_axis(ops.cast(x, compute_dtype), gamma, beta, norm.epsilon)
+    return ops.cast(outputs, dtype)
+
+
+def _layer_norm_last_axis(x, gamma, beta, epsilon):
+    def normalise(x):
+        centred = x - ops.mean(x, axis=-1, keepdims=True)
+        inverse_std = ops.rsqrt(ops.mean(ops.square(centred), axis=-1, keepdims=True) + epsilon)
+        return centred * inverse_std, inverse_std
+
+    @ops.custom_gradient
+    def forward(x, gamma, beta):
+        normalised, inverse_std = normalise(x)
+
+        def grad(*args, upstream=None):
+            if upstream is None:  # TF passes the upstream gradient positionally
+                (upstream,) = args
+            # d/dx of LN: (g - mean(g) - x_hat * mean(g * x_hat)) / std, with g = dy * gamma.
+            scaled = upstream * gamma
+            d_x = inverse_std * (
+                scaled
+                - ops.mean(scaled, axis=-1, keepdims=True)
+                - normalised * ops.mean(scaled * normalised, axis=-1, keepdims=True)
+            )
+            rows = tuple(range(len(x.shape) - 1))
+            return d_x, ops.sum(upstream * normalised, axis=rows), ops.sum(upstream, axis=rows)
+
+        return normalised * gamma + beta, grad
+
+    return forward(x, gamma, beta)
 
 
 def validate_attention_arguments(owner, num_heads, key_dim, value_dim, qkv_norm, attention_scale):
@@ -168,31 +220,50 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         self.built = True
 
     def _project(self, entities):
-        """``[B, N, F]`` -> q, k ``[B, N, H, d]`` and v ``[B, N, H, value_dim]``."""
-        qkv = self._qkv_projection(entities)
+        """``[B, N, F]`` -> heads-first q, k ``[B, H, N, d]`` (q scaled) and v ``[B, H, N, dv]``.
+
+        The projection and LayerNorms run on ``[B * N, .]`` rows: plain 2-D matmuls, and a
+        faster XLA step (the LayerNorm's parameter gradients are then reduced over one axis).
+        """
+        shape = ops.shape(entities)
+        rows = ops.reshape(entities, (-1, entities.shape[-1]))
+        qkv = self._qkv_projection(rows)
         q_width, k_width, _ = self._split_sizes
+        scale = self._scale()
         if self.qkv_norm == "joint":
-            qkv = self._qkv_layer_norms[0](qkv)
+            gain_scale = None
+            if scale != 1.0:  # the logit scale, folded into the LayerNorm of the q columns
+                gain_scale = np.ones(sum(self._split_sizes), "float32")
+                gain_scale[:q_width] = scale
+            qkv = layer_norm(qkv, self._qkv_layer_norms[0], gain_scale)
+            scale = 1.0
         q, k, v = ops.split(qkv, [q_width, q_width + k_width], axis=-1)
         if self.qkv_norm == "separate":
-            q, k, v = (norm(x) for norm, x in zip(self._qkv_layer_norms, (q, k, v), strict=True))
-        batch, entities_count = ops.shape(entities)[0], ops.shape(entities)[1]
-        q = ops.reshape(q, (batch, entities_count, self.num_heads, self.key_dim))
-        k = ops.reshape(k, (batch, entities_count, self.num_heads, self.key_dim))
-        v = ops.reshape(v, (batch, entities_count, self.num_heads, self._value_dim))
-        return q, k, v
+            q_norm, k_norm, v_norm = self._qkv_layer_norms
+            q = layer_norm(q, q_norm, None if scale == 1.0 else scale)
+            k, v = layer_norm(k, k_norm), layer_norm(v, v_norm)
+            scale = 1.0
+        if scale != 1.0:  # qkv_norm="none": scale the queries, smaller than the [N, N] logits
+            q = q * ops.cast(scale, q.dtype)
+        return tuple(
+            ops.transpose(ops.reshape(x, (shape[0], shape[1], self.num_heads, width)),
+                          (0, 2, 1, 3))
+            for x, width in ((q, self.key_dim), (k, self.key_dim), (v, self._value_dim))
+        )
 
     def _compute_attention(self, q, k, v, allowed):
-        """Softmax attention; ``allowed`` is None or boolean broadcastable to [B, H, N, N]."""
+        """Softmax attention on heads-first tensors; q is already scaled.
+
+        ``allowed`` is None or boolean broadcastable to ``[B, H, N, N]``. Returns the attended
+        values ``[B, H, N, dv]`` and the weights ``[B, H, N, N]``.
+        """
         # Heads-first batched matmuls: on CPU about 30% faster than the equivalent einsums
         # (benchmarks/relational_speed.py), same result.
-        q, k, v = (ops.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))  # [B, H, N, d]
-        logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * ops.cast(self._scale(), q.dtype)
+        logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
         if allowed is not None:
             logits = ops.where(allowed, logits, _utils.large_negative(logits.dtype))
         weights = ops.softmax(logits, axis=-1)
-        attended = ops.transpose(ops.matmul(weights, v), (0, 2, 1, 3))  # [B, N, H, d]
-        return attended, weights
+        return ops.matmul(weights, v), weights
 
     def _check_masks(self, entities, mask, attention_mask):
         count = entities.shape[1]
@@ -216,10 +287,13 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         q, k, v = self._project(entities)
         allowed = _utils.entity_mask_to_attention_mask(mask, attention_mask)
         attended, weights = self._compute_attention(q, k, v, allowed)
-        shape = ops.shape(attended)
-        outputs = ops.reshape(attended, (shape[0], shape[1], self.num_heads * self._value_dim))
+        shape = ops.shape(entities)
+        width = self.num_heads * self._value_dim
+        outputs = ops.transpose(attended, (0, 2, 1, 3))  # [B, N, H, dv]: heads side by side
         if self._output_projection is not None:
-            outputs = self._output_projection(outputs)
+            outputs = self._output_projection(ops.reshape(outputs, (-1, width)))
+            width = self.output_dim
+        outputs = ops.reshape(outputs, (shape[0], shape[1], width))
         if return_attention_scores:
             return outputs, weights
         return outputs

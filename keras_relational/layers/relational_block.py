@@ -1,10 +1,12 @@
 """The relational block: MHDPA, a per-entity MLP, a residual and a layer norm."""
 
 import keras
+from keras import ops
 
 from keras_relational.layers import _checks, _utils
 from keras_relational.layers.multi_head_dot_product_attention import (
     MultiHeadDotProductAttention,
+    layer_norm,
     validate_attention_arguments,
 )
 
@@ -125,10 +127,15 @@ class RelationalBlock(keras.layers.Layer):
         attended, weights = self._attention(
             entities, mask=mask, attention_mask=attention_mask, return_attention_scores=True
         )
-        update = attended
+        # g_theta, the residual and the LayerNorm act on each entity alone: run them on
+        # [B * N, .] rows (plain 2-D matmuls; a faster XLA step, see MHDPA._project).
+        features = entities.shape[-1]
+        update = ops.reshape(attended, (-1, attended.shape[-1]))
         for dense in self._mlp_layers:
             update = dense(update)
-        outputs = self._output_layer_norm(entities + update)
+        outputs = layer_norm(ops.reshape(entities, (-1, features)) + update,
+                             self._output_layer_norm)
+        outputs = ops.reshape(outputs, ops.shape(entities))
         if return_attention_scores:
             return outputs, weights
         return outputs

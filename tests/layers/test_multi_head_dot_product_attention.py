@@ -2,9 +2,11 @@ import keras
 import numpy as np
 import pytest
 import reference_relational as ref
+import tensorflow as tf
 from layer_contract import run_layer_contract
 
 import keras_relational
+from keras_relational.layers.multi_head_dot_product_attention import layer_norm
 
 
 def _entities(b=2, n=6, f=5, seed=0):
@@ -117,6 +119,47 @@ def test_attention_mask_matches_reference():
     expected, expected_scores = ref.mhdpa(x, layer, attention_mask=allowed)
     np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
     np.testing.assert_allclose(np.asarray(scores), expected_scores, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(7, 12), (2, 3, 12)])
+def test_layer_norm_matches_keras_layer_norm_and_its_gradients(shape):
+    """The hand-written LayerNorm (used for q, k, v) against keras.layers.LayerNormalization."""
+    rng = np.random.RandomState(0)
+    x = tf.constant(rng.normal(2.0, 3.0, size=shape).astype("float32"))
+    norm = keras.layers.LayerNormalization(epsilon=1e-6)
+    norm.build(shape)
+    norm.gamma.assign(rng.uniform(0.5, 1.5, size=12).astype("float32"))
+    norm.beta.assign(rng.normal(size=12).astype("float32"))
+    cotangent = tf.constant(rng.normal(size=shape).astype("float32"))
+    gain_scale = np.where(np.arange(12) < 4, 0.5, 1.0).astype("float32")
+    results = []
+    for fn in (lambda t: norm(t) * gain_scale, lambda t: layer_norm(t, norm, gain_scale)):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = fn(x)
+            loss = tf.reduce_sum(outputs * cotangent)
+        results.append([outputs, *tape.gradient(loss, [x, norm.gamma.value, norm.beta.value])])
+    for expected, actual in zip(*results, strict=True):
+        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), atol=2e-5)
+
+
+@pytest.mark.parametrize("qkv_norm", ["joint", "separate", "none"])
+def test_mixed_precision_matches_float32(qkv_norm):
+    x = _entities()
+    layers = []
+    for dtype in ("float32", "mixed_float16"):
+        keras.utils.set_random_seed(0)
+        layer = keras_relational.MultiHeadDotProductAttention(2, 4, qkv_norm=qkv_norm, dtype=dtype)
+        layers.append(layer)
+        layer(x)
+    ref.randomise_layer_norms(layers[0])
+    layers[1].set_weights(layers[0].get_weights())
+    (expected, expected_scores), (outputs, scores) = (
+        layer(x, return_attention_scores=True) for layer in layers)
+    assert outputs.dtype == scores.dtype == "float16"
+    np.testing.assert_allclose(np.asarray(outputs, "float32"), np.asarray(expected), atol=1e-2)
+    np.testing.assert_allclose(np.asarray(scores, "float32"), np.asarray(expected_scores),
+                               atol=1e-2)
 
 
 def test_clear_errors():

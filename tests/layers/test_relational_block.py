@@ -86,6 +86,59 @@ def test_numeric_gradient_float64():
         keras.config.set_floatx("float32")
 
 
+def _float64_block(qkv_norm):
+    keras.utils.set_random_seed(0)
+    block = keras_relational.RelationalBlock(2, 3, value_dim=2 if qkv_norm == "separate" else None,
+                                             mlp_hidden_units=(5,), qkv_norm=qkv_norm,
+                                             dtype="float64")
+    x = tf.constant(np.random.RandomState(2).normal(size=(2, 4, 6)))
+    block(x)
+    ref.randomise_layer_norms(block)
+    return block, x, np.random.RandomState(3).normal(size=(2, 4, 6))
+
+
+def _weight_gradients(block, x, cotangent):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(block(x) * cotangent)
+    return [g.numpy() for g in tape.gradient(loss, [w.value for w in block.trainable_weights])]
+
+
+@pytest.mark.parametrize("qkv_norm", ["joint", "separate", "none"])
+def test_weight_gradients_and_hessian_vector_products_match_finite_differences(qkv_norm):
+    """First and second derivatives of every weight (the LayerNorms have a hand-written backward
+    pass) against central differences, in float64."""
+    keras.config.set_floatx("float64")
+    try:
+        block, x, cotangent = _float64_block(qkv_norm)
+        weights = block.trainable_weights
+        initial = [w.numpy() for w in weights]
+        direction = [np.random.RandomState(4 + i).normal(size=w.shape)
+                     for i, w in enumerate(weights)]
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                loss = tf.reduce_sum(block(x) * cotangent)
+            grads = inner.gradient(loss, [w.value for w in weights])
+            along = tf.add_n([tf.reduce_sum(g * d) for g, d in zip(grads, direction, strict=True)])
+        hvp = [np.zeros(w.shape) if h is None else h.numpy()
+               for w, h in zip(weights, outer.gradient(along, [w.value for w in weights]),
+                               strict=True)]
+        eps = 1e-5
+
+        def shifted(sign):
+            for w, w0, d in zip(weights, initial, direction, strict=True):
+                w.assign(w0 + sign * eps * d)
+            return tf.reduce_sum(block(x) * cotangent).numpy(), _weight_gradients(block, x,
+                                                                                  cotangent)
+
+        (loss_plus, grads_plus), (loss_minus, grads_minus) = shifted(1.0), shifted(-1.0)
+        directional = sum(np.sum(g.numpy() * d) for g, d in zip(grads, direction, strict=True))
+        np.testing.assert_allclose(directional, (loss_plus - loss_minus) / (2 * eps), rtol=1e-6)
+        for w, h, gp, gm in zip(weights, hvp, grads_plus, grads_minus, strict=True):
+            np.testing.assert_allclose(h, (gp - gm) / (2 * eps), atol=1e-4, err_msg=w.path)
+    finally:
+        keras.config.set_floatx("float32")
+
+
 def test_clear_errors():
     with pytest.raises(ValueError, match="mlp_hidden_units.*received mlp_hidden_units=0"):
         keras_relational.RelationalBlock(mlp_hidden_units=(8, 0))
