@@ -203,7 +203,7 @@ def test_fleet_unrolls_match_the_in_process_path_and_a_dead_actor_comes_back(loc
             learner_step()
         old_pid = fleet.pids[0]
         _kill_and_wait(old_pid)
-        for _ in range(2):
+        for _ in range(3):
             outputs.append(fleet.run())
             learner_step()
     finally:
@@ -211,7 +211,12 @@ def test_fleet_unrolls_match_the_in_process_path_and_a_dead_actor_comes_back(loc
 
     assert list(sink) == [o.unroll for o in outputs]
     assert fleet.restarts == 1 and fleet.pids[0] != old_pid
-    assert [o.pid == old_pid for o in outputs] == [True] * 3 + [False] * 2
+    # The collect call in flight at the kill may have finished before it (a valid unroll, kept
+    # in Ray's object store): the old actor delivers 3 or 4 unrolls, then only the replacement.
+    pids = [o.pid for o in outputs]
+    switch = pids.index(fleet.pids[0])
+    assert switch in (3, 4) and set(pids[:switch]) == {old_pid}, pids
+    assert set(pids[switch:]) == {fleet.pids[0]}, pids
     assert any(line.startswith(f"Ray actor 0 (pid {old_pid} ") and "died" in line
                for line in lines), lines
     assert any(line.startswith(f"Ray actor 0 is back (pid {fleet.pids[0]} ") for line in lines)
