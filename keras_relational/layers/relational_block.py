@@ -11,6 +11,27 @@ from keras_relational.layers.multi_head_dot_product_attention import (
 )
 
 
+def block_arguments(layer):
+    """The serialised :class:`RelationalBlock` arguments held by ``layer``.
+
+    ``layer`` is a ``RelationalBlock`` (its ``get_config``) or a layer that builds them with the
+    same attributes (``RelationalModule``); initializers are serialised, so every block built from
+    the dict deserialises its own instances.
+    """
+    return {
+        "num_heads": layer.num_heads,
+        "key_dim": layer.key_dim,
+        "value_dim": layer.value_dim,
+        "mlp_hidden_units": list(layer.mlp_hidden_units),
+        "qkv_norm": layer.qkv_norm,
+        "attention_scale": layer.attention_scale,
+        "use_bias": layer.use_bias,
+        "layer_norm_epsilon": layer.layer_norm_epsilon,
+        "kernel_initializer": keras.initializers.serialize(layer.kernel_initializer),
+        "bias_initializer": keras.initializers.serialize(layer.bias_initializer),
+    }
+
+
 @keras.saving.register_keras_serializable(package="keras_relational")
 class RelationalBlock(keras.layers.Layer):
     """One relational block of Zambaldi et al. (2019): ``E' = LN(E + g_theta(MHDPA(E)))``.
@@ -158,18 +179,5 @@ class RelationalBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "value_dim": self.value_dim,
-                "mlp_hidden_units": list(self.mlp_hidden_units),
-                "qkv_norm": self.qkv_norm,
-                "attention_scale": self.attention_scale,
-                "use_bias": self.use_bias,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-            }
-        )
+        config.update(block_arguments(self))
         return config

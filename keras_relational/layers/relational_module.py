@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_relational.layers import _checks, _utils
 from keras_relational.layers.multi_head_dot_product_attention import validate_attention_arguments
-from keras_relational.layers.relational_block import RelationalBlock
+from keras_relational.layers.relational_block import RelationalBlock, block_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
@@ -89,26 +89,8 @@ class RelationalModule(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
-    def _block_arguments(self):
-        """The :class:`RelationalBlock` arguments, serialised (also part of ``get_config``).
-
-        Initializers are passed as configs, so every block deserialises its own instances.
-        """
-        return {
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "value_dim": self.value_dim,
-            "mlp_hidden_units": list(self.mlp_hidden_units),
-            "qkv_norm": self.qkv_norm,
-            "attention_scale": self.attention_scale,
-            "use_bias": self.use_bias,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-        }
-
     def _block(self, index):
-        return RelationalBlock(**self._block_arguments(), dtype=self.dtype_policy,
+        return RelationalBlock(**block_arguments(self), dtype=self.dtype_policy,
                                name=f"block_{index}")
 
     def _width(self, features):
@@ -173,7 +155,7 @@ class RelationalModule(keras.layers.Layer):
                 "num_blocks": self.num_blocks,
                 "share_weights": self.share_weights,
                 "model_dim": self.model_dim,
-                **self._block_arguments(),
+                **block_arguments(self),
             }
         )
         return config
