@@ -38,6 +38,8 @@ import os
 
 import numpy as np
 
+from keras_relational.layers import _checks
+
 try:
     import ray
     import ray.exceptions
@@ -150,6 +152,8 @@ class BoxWorldActor:
             self.set_weights(weights, weights_version)
         from tf_agents.trajectories import policy_step, trajectory
 
+        from keras_relational.agents.unroll_queue import stack_steps
+
         if self._time_step is None:
             self._time_step = self._env.reset()
         steps = [] if self._boundary is None else [self._boundary]
@@ -166,11 +170,10 @@ class BoxWorldActor:
                 next_time_step))
             self._time_step = next_time_step
         self._boundary = steps[-1]
-        unroll = _stack_steps(steps)
+        unroll = stack_steps(steps)
         episodes, self._env.finished_episodes = self._env.finished_episodes, []
         return ActorOutput(unroll, self._weights_version, episodes, self._actor_index,
                            os.getpid(), _node_address())
-
 
 
 def sample_categorical(logits, rng):
@@ -179,14 +182,6 @@ def sample_categorical(logits, rng):
     Gumbel-max: ``argmax(logits + Gumbel noise)`` is distributed as ``softmax(logits)``.
     """
     return np.argmax(logits + rng.gumbel(size=np.shape(logits)), axis=-1)
-
-
-def _stack_steps(steps):
-    """``[B, ...]`` trajectory steps -> one ``[B, T+1, ...]`` unroll (as :class:`UnrollQueue`)."""
-    import tensorflow as tf
-
-    return tf.nest.map_structure(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1),
-                                 *steps)
 
 
 def _node_address():
@@ -234,12 +229,8 @@ class RayActorFleet:
                  data_spec=None, seed=0, weight_sync_interval=1, ray_address=None,
                  actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3):
         require_ray()
-        if isinstance(num_actors, bool) or not isinstance(num_actors, int) or num_actors < 1:
-            raise ValueError(f"`num_actors` must be an integer >= 1, received {num_actors!r}.")
-        if (isinstance(weight_sync_interval, bool) or not isinstance(weight_sync_interval, int)
-                or weight_sync_interval < 1):
-            raise ValueError("`weight_sync_interval` must be an integer >= 1, received "
-                             f"{weight_sync_interval!r}.")
+        _checks.check_positive_int("RayActorFleet", "num_actors", num_actors)
+        _checks.check_positive_int("RayActorFleet", "weight_sync_interval", weight_sync_interval)
         import tensorflow as tf
 
         self._queue = unroll_queue

@@ -18,6 +18,12 @@ def _plain_containers(structure):
     return structure
 
 
+
+def stack_steps(steps):
+    """Batched trajectory steps ``[B, ...]`` -> one unroll ``[B, len(steps), ...]`` (NumPy)."""
+    return tf.nest.map_structure(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1),
+                                 *steps)
+
 class UnrollQueue:
     """Collects batched trajectories into ``[B, T+1]`` unrolls for the learner (IMPALA style).
 
@@ -55,8 +61,7 @@ class UnrollQueue:
     def __call__(self, trajectory):
         self._steps.append(tf.nest.map_structure(np.asarray, trajectory))
         if len(self._steps) == self._unroll_length + 1:
-            unroll = tf.nest.map_structure(lambda *xs: np.stack(xs, axis=1), *self._steps)
-            self.put(unroll)
+            self.put(stack_steps(self._steps))
             self._steps = self._steps[-1:]
 
     def put(self, unroll):

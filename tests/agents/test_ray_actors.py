@@ -286,7 +286,9 @@ def test_without_ray_the_fleet_names_the_extra_to_install(monkeypatch):
 def test_ray_actors_need_vtrace(tmp_path):
     with pytest.raises(ValueError, match="num_ray_actors.*algorithm='vtrace'.*received 'ppo'"):
         train_eval(str(tmp_path), algorithm="ppo", num_ray_actors=2)
-    with pytest.raises(ValueError, match="num_actors.*>= 1, received 0"):
+    with pytest.raises(ValueError,
+                       match="num_actors` to be a positive integer, received num_actors=0"):
         ray_actors.RayActorFleet(0, None, None, None, None)
-    with pytest.raises(ValueError, match="weight_sync_interval.*>= 1, received 0"):
+    with pytest.raises(ValueError, match="weight_sync_interval` to be a positive integer, "
+                                         "received weight_sync_interval=0"):
         ray_actors.RayActorFleet(1, None, None, None, None, weight_sync_interval=0)
