@@ -33,8 +33,16 @@ ALGORITHMS = ("vtrace", "ppo")
 PPO_EPOCHS = 4  # PPO passes over each batch of unrolls
 
 
-def agent_model_fn(agent, observation_shape, num_actions, **model_kwargs):
-    """A zero-argument builder of the Keras 3 network named ``agent``."""
+def agent_model_fn(agent, observation_shape, num_actions, observation_dtype="uint8",
+                   **model_kwargs):
+    """A zero-argument builder of the Keras 3 network named ``agent``.
+
+    Pixel observations (uint8) are scaled to [0, 1] inside the network; other observations
+    (e.g. BoxWorld's ``observation_type="one_hot"``) are used as they are unless
+    ``model_kwargs`` sets ``input_scale``.
+    """
+    if np.dtype(observation_dtype) != np.uint8:
+        model_kwargs.setdefault("input_scale", 1.0)
     builders = {"relational": boxworld_agents.relational_agent,
                 "baseline": boxworld_agents.baseline_agent}
     if hasattr(boxworld_agents, "simplicial_agent"):
@@ -77,6 +85,18 @@ def make_ppo_agent(time_step_spec, action_spec, model_fn, learning_rate, discoun
         update_normalizers_in_train=False, train_step_counter=train_step)
 
 
+OPTIMIZERS = ("rmsprop", "adam")
+
+
+def make_optimizer(name, learning_rate):
+    """``"rmsprop"``: the papers' RMSProp (:func:`impala_rmsprop`); ``"adam"``: tf-keras Adam."""
+    if name == "rmsprop":
+        return impala_rmsprop(learning_rate)
+    if name == "adam":
+        return tf.keras.optimizers.Adam(learning_rate)
+    raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}, received {name!r}.")
+
+
 def _solve_rate(episodes):
     return float(np.mean([e.solved for e in episodes])) if episodes else float("nan")
 
@@ -109,6 +129,8 @@ def train_eval(
     entropy_cost=0.005,  # [P]
     baseline_cost=0.5,  # IMPALA default [A]
     gradient_clip_norm=40.0,  # [A]
+    optimizer="rmsprop",
+    reward_scale=1.0,
     jit_compile=True,
     checkpoint_interval=200,
     policy_save_interval=1000,
@@ -185,15 +207,17 @@ def train_eval(
 
     time_step_spec = tensor_spec.from_spec(collect_env.time_step_spec())
     action_tensor_spec = tensor_spec.from_spec(action_spec)
-    model_fn = agent_model_fn(agent, observation_spec.shape, num_actions, **(model_kwargs or {}))
+    model_fn = agent_model_fn(agent, observation_spec.shape, num_actions,
+                              observation_dtype=observation_spec.dtype, **(model_kwargs or {}))
     network = Keras3Network(time_step_spec.observation, model_fn, name=f"{agent}_network")
 
     train_step = train_utils.create_train_step()
     if algorithm == "vtrace":
         tf_agent = VTraceAgent(
-            time_step_spec, action_tensor_spec, network, impala_rmsprop(learning_rate),
+            time_step_spec, action_tensor_spec, network, make_optimizer(optimizer, learning_rate),
             discount=discount, entropy_cost=entropy_cost, baseline_cost=baseline_cost,
-            gradient_clip_norm=gradient_clip_norm, jit_compile=jit_compile,
+            gradient_clip_norm=gradient_clip_norm, reward_scale=reward_scale,
+            jit_compile=jit_compile,
             train_step_counter=train_step)
     else:
         tf_agent = make_ppo_agent(time_step_spec, action_tensor_spec, model_fn, learning_rate,

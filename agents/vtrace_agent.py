@@ -44,6 +44,9 @@ class VTraceAgent(tf_agent.TFAgent):
         entropy_cost: 0.005 (Zambaldi et al. 2019 on Box-World).
         baseline_cost: value-loss weight (0.5, IMPALA default; not given by the paper).
         gradient_clip_norm: global-norm clip (40, a common IMPALA setting; None disables).
+        reward_scale: rewards are multiplied by this before the loss (1: the environment's
+            rewards; IMPALA-style agents often shrink large rewards, e.g. 0.1 turns BoxWorld's
+            +10 gem into 1, so the value loss does not swamp the policy gradient).
         clip_rho_threshold, clip_c_threshold, clip_pg_rho_threshold: V-trace's rho_bar, c_bar
             and the policy-gradient rho_bar (1, IMPALA).
         jit_compile: compile the loss and gradient computation with XLA.
@@ -51,7 +54,7 @@ class VTraceAgent(tf_agent.TFAgent):
     """
 
     def __init__(self, time_step_spec, action_spec, network, optimizer, discount=0.99,
-                 entropy_cost=0.005, baseline_cost=0.5, gradient_clip_norm=40.0,
+                 entropy_cost=0.005, baseline_cost=0.5, gradient_clip_norm=40.0, reward_scale=1.0,
                  clip_rho_threshold=1.0, clip_c_threshold=1.0, clip_pg_rho_threshold=1.0,
                  jit_compile=True, train_step_counter=None, name=None):
         tf.Module.__init__(self, name=name)
@@ -65,6 +68,7 @@ class VTraceAgent(tf_agent.TFAgent):
         self._entropy_cost = entropy_cost
         self._baseline_cost = baseline_cost
         self._gradient_clip_norm = gradient_clip_norm
+        self._reward_scale = reward_scale
         self._clip_thresholds = dict(clip_rho_threshold=clip_rho_threshold,
                                      clip_c_threshold=clip_c_threshold,
                                      clip_pg_rho_threshold=clip_pg_rho_threshold)
@@ -101,7 +105,8 @@ class VTraceAgent(tf_agent.TFAgent):
             # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
             mask = tf.cast(~tf.equal(traj.step_type[:-1], ts.StepType.LAST), tf.float32)
             discounts = self._discount * traj.discount[:-1] * mask
-            returns = vtrace_returns(tf.stop_gradient(log_rhos), discounts, traj.reward[:-1],
+            rewards = self._reward_scale * traj.reward[:-1]
+            returns = vtrace_returns(tf.stop_gradient(log_rhos), discounts, rewards,
                                      tf.stop_gradient(values[:-1]),
                                      tf.stop_gradient(values[-1]), mask=mask,
                                      **self._clip_thresholds)

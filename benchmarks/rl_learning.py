@@ -33,10 +33,12 @@ def _run(agent, args, root, queue=None):
     result = train_eval(
         os.path.join(root, agent), agent=agent, algorithm=args.algorithm,
         env_kwargs=dict(goal_length=tuple(args.goal_length),
-                        num_distractors=tuple(args.num_distractors), room_size=args.room_size),
+                        num_distractors=tuple(args.num_distractors), room_size=args.room_size,
+                        observation_type=args.observation_type),
         model_kwargs=model_kwargs, num_iterations=10**9, num_envs=args.num_envs,
         unroll_length=args.unroll_length, learning_rate=args.learning_rate,
-        entropy_cost=args.entropy_cost, log_interval=args.log_interval,
+        entropy_cost=args.entropy_cost, optimizer=args.optimizer,
+        reward_scale=args.reward_scale, log_interval=args.log_interval,
         eval_episodes=args.eval_episodes, checkpoint_interval=10**9, policy_save_interval=10**9,
         max_seconds=60 * args.minutes, seed=args.seed,
         print_fn=lambda line: print(f"[{agent}] {line}", flush=True))
@@ -50,7 +52,9 @@ def _run(agent, args, root, queue=None):
 def _table(results, args):
     lines = [f"Solve rate of the training episodes (fresh levels) vs wall-clock; BoxWorld room "
              f"{args.room_size}, goal length {args.goal_length}, distractors "
-             f"{args.num_distractors}, {args.algorithm}, lr {args.learning_rate}, "
+             f"{args.num_distractors}, {args.observation_type} observations, {args.algorithm}, "
+             f"{args.optimizer} lr {args.learning_rate}, reward scale {args.reward_scale}, "
+             f"entropy cost {args.entropy_cost}, "
              f"{args.num_envs} envs x {args.unroll_length} steps per update.", "",
              "| agent | " + " | ".join(f"{m} min" for m in MARKS_MINUTES
                                         if m <= args.minutes) + " | frames | eval (final) |",
@@ -78,6 +82,9 @@ def main():
     parser.add_argument("--unroll_length", type=int, default=20)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--entropy_cost", type=float, default=0.005)
+    parser.add_argument("--optimizer", default="rmsprop", choices=("rmsprop", "adam"))
+    parser.add_argument("--reward_scale", type=float, default=1.0)
+    parser.add_argument("--observation_type", default="rgb", choices=("rgb", "one_hot"))
     parser.add_argument("--key_dim", type=int, default=32)
     parser.add_argument("--head_width", type=int, default=64)
     parser.add_argument("--log_interval", type=int, default=100)

@@ -29,7 +29,13 @@ flags.DEFINE_integer("room_size", 12, "Side of the room (original BoxWorld).")
 flags.DEFINE_integer("num_iterations", 10_000, "Learner updates.")
 flags.DEFINE_integer("num_envs", 32, "Environments stepped together (trajectories per batch).")
 flags.DEFINE_integer("unroll_length", 40, "Steps per trajectory.")
-flags.DEFINE_float("learning_rate", 2e-4, "RMSProp learning rate.")
+flags.DEFINE_float("learning_rate", 2e-4, "Learning rate.")
+flags.DEFINE_enum("optimizer", "rmsprop", ["rmsprop", "adam"], "V-trace optimiser: the papers' "
+                  "RMSProp (epsilon 0.1, decay 0.99) or Adam.")
+flags.DEFINE_float("reward_scale", 1.0, "V-trace: rewards are multiplied by this (0.1 makes the "
+                   "+10 gem 1).")
+flags.DEFINE_enum("observation_type", "rgb", ["rgb", "one_hot"], "Observations: RGB pixels "
+                  "or one-hot cell channels.")
 flags.DEFINE_float("entropy_cost", 0.005, "Entropy regularisation weight.")
 flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks.")
 flags.DEFINE_integer("key_dim", 64, "Attention key size per head.")
@@ -63,6 +69,7 @@ def main(argv):
         env_kwargs = dict(goal_length=tuple(int(v) for v in FLAGS.goal_length),
                           num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
                           distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size)
+    env_kwargs["observation_type"] = FLAGS.observation_type
     model_kwargs = dict(head_units=(FLAGS.head_width,) * 4)
     if FLAGS.agent in ("relational", "simplicial"):
         model_kwargs.update(num_blocks=FLAGS.num_blocks)
@@ -73,6 +80,7 @@ def main(argv):
         env_kwargs=env_kwargs, model_kwargs=model_kwargs, num_iterations=FLAGS.num_iterations,
         num_envs=FLAGS.num_envs, unroll_length=FLAGS.unroll_length,
         learning_rate=FLAGS.learning_rate, entropy_cost=FLAGS.entropy_cost,
+        optimizer=FLAGS.optimizer, reward_scale=FLAGS.reward_scale,
         jit_compile=FLAGS.jit_compile, checkpoint_interval=FLAGS.checkpoint_interval,
         policy_save_interval=FLAGS.policy_save_interval, log_interval=FLAGS.log_interval,
         eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,

@@ -22,10 +22,13 @@ import keras
 
 import keras_relational
 
+PIXEL_SCALE = 1.0 / 255.0  # uint8 RGB frames -> [0, 1]
 
-def _stem(inputs, conv_filters, padding, name):
-    """Scales pixels to [0, 1] and applies the 2x2 ReLU conv stem (Zambaldi et al., Sec. 3)."""
-    x = keras.layers.Rescaling(1.0 / 255.0, name=f"{name}_rescale")(
+
+def _stem(inputs, conv_filters, padding, input_scale, name):
+    """Scales the input (pixels to [0, 1]) and applies the 2x2 ReLU conv stem (Zambaldi et al.,
+    Sec. 3)."""
+    x = keras.layers.Rescaling(input_scale, name=f"{name}_rescale")(
         keras.ops.cast(inputs, "float32"))
     for i, filters in enumerate(conv_filters):
         x = keras.layers.Conv2D(filters, 2, padding=padding, activation="relu",
@@ -55,6 +58,7 @@ def relational_agent(
     mlp_hidden_units=(256,),  # spec choice 6
     head_units=(256, 256, 256, 256),  # Zambaldi et al.: 4 FC layers (width: spec choice 10)
     return_attention_scores=False,
+    input_scale=PIXEL_SCALE,  # 1.0 for one-hot observations
     name="relational_agent",
 ):
     """Zambaldi et al.'s relational Box-World agent.
@@ -66,7 +70,7 @@ def relational_agent(
         attention of every block ``[B, K, H, N, N]`` when ``return_attention_scores``.
     """
     inputs = keras.Input(observation_shape, name="observation")
-    features = _stem(inputs, conv_filters, padding, name)
+    features = _stem(inputs, conv_filters, padding, input_scale, name)
     entities = keras_relational.SpatialEntities(name="entities")(features)
     entities, attention = keras_relational.RelationalModule(
         num_blocks=num_blocks, share_weights=share_weights, num_heads=num_heads, key_dim=key_dim,
@@ -87,6 +91,7 @@ def baseline_agent(
     residual_kernel_size=3,  # Zambaldi et al.: 3x3 kernels, 26 channels
     readout="max_pool",  # spec choice 13; "flatten" as an ablation
     head_units=(256, 256, 256, 256),
+    input_scale=PIXEL_SCALE,
     name="baseline_agent",
 ):
     """The non-relational Box-World baseline: residual conv blocks in place of attention.
@@ -97,7 +102,7 @@ def baseline_agent(
     if readout not in ("max_pool", "flatten"):
         raise ValueError(f"`readout` must be 'max_pool' or 'flatten', received {readout!r}.")
     inputs = keras.Input(observation_shape, name="observation")
-    features = _stem(inputs, conv_filters, padding, name)
+    features = _stem(inputs, conv_filters, padding, input_scale, name)
     height, width = features.shape[1], features.shape[2]
     entities = keras_relational.SpatialEntities(name="entities")(features)
     channels = entities.shape[-1]
@@ -133,6 +138,7 @@ def simplicial_agent(
     mlp_hidden_units=(64,),  # [P/C]
     head_units=(256, 256, 256, 256),  # [P]
     return_attention_scores=False,
+    input_scale=PIXEL_SCALE,
     name="simplicial_agent",
 ):
     """Clift et al.'s simplicial Box-World agent (``use_simplicial=False``: their relational one).
@@ -150,7 +156,7 @@ def simplicial_agent(
         scores when ``return_attention_scores``).
     """
     inputs = keras.Input(observation_shape, name="observation")
-    features = _stem(inputs, conv_filters, padding, name)
+    features = _stem(inputs, conv_filters, padding, input_scale, name)
     features = keras.layers.Dense(model_dim - 2, use_bias=False, name=f"{name}_projection")(
         features)
     entities = keras_relational.SpatialEntities(name="entities")(features)

@@ -76,3 +76,61 @@ def test_copies_share_no_variables_and_outer_dims_are_squashed():
     observation = tf.zeros((3, 5, 14, 14, 3), tf.uint8)  # [B, T, ...] as PPO feeds
     (logits, value), _ = network(observation)
     assert logits.shape == (3, 5, 4) and value.shape == (3, 5)
+
+
+def _random_experience(agent, seed=0):
+    spec = tensor_spec.add_outer_dims_nest(agent.collect_data_spec, (4, 6))
+    experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)
+    rng = np.random.RandomState(seed)
+    return experience._replace(
+        observation=tf.constant(rng.randint(0, 256, size=(4, 6, 14, 14, 3)).astype("uint8")),
+        action=tf.constant(rng.randint(0, 4, size=(4, 6)).astype("int32")),
+        policy_info={"logits": tf.constant(rng.normal(size=(4, 6, 4)).astype("float32"))},
+        reward=tf.constant(rng.normal(size=(4, 6)).astype("float32")),
+        step_type=tf.fill((4, 6), ts.StepType.MID),
+        next_step_type=tf.fill((4, 6), ts.StepType.MID),
+        discount=tf.ones((4, 6)))
+
+
+def test_reward_scale_is_the_same_as_scaled_rewards():
+    env = make_boxworld_environment(num_envs=4, goal_length=1, num_distractors=0)
+    time_step_spec, action_spec = _specs(env)
+    network = _network(env)
+    scaled = VTraceAgent(time_step_spec, action_spec, network, impala_rmsprop(1e-3),
+                         reward_scale=0.1, jit_compile=False)
+    plain = VTraceAgent(time_step_spec, action_spec, network, impala_rmsprop(1e-3),
+                        jit_compile=False)
+    experience = _random_experience(scaled)
+    loss = scaled.loss(experience)
+    expected = plain.loss(experience._replace(reward=0.1 * experience.reward))
+    np.testing.assert_allclose(loss.loss.numpy(), expected.loss.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(loss.extra.value_loss.numpy(), expected.extra.value_loss.numpy(),
+                               rtol=1e-5)
+    unscaled = plain.loss(experience)
+    assert not np.isclose(unscaled.loss.numpy(), loss.loss.numpy())
+
+
+def test_optimizer_choice_and_error():
+    import pytest
+
+    from keras_relational.agents.train_eval import make_optimizer
+
+    assert type(make_optimizer("adam", 1e-3)).__name__ == "Adam"
+    rmsprop = make_optimizer("rmsprop", 1e-3)
+    assert (rmsprop.epsilon, rmsprop.rho) == (0.1, 0.99)
+    with pytest.raises(ValueError, match="`optimizer` must be one of .*received 'sgd'"):
+        make_optimizer("sgd", 1e-3)
+
+
+def test_one_hot_observations_are_not_rescaled_like_pixels():
+    one_hot = make_boxworld_environment(num_envs=2, goal_length=1, num_distractors=0,
+                                        observation_type="one_hot")
+    spec = one_hot.observation_spec()
+    model = agent_model_fn("relational", spec.shape, 4, observation_dtype=spec.dtype,
+                           **_SMALL)()
+    assert model.get_layer("relational_agent_rescale").scale == 1.0
+    pixels = make_boxworld_environment(num_envs=2, goal_length=1, num_distractors=0)
+    spec = pixels.observation_spec()
+    model = agent_model_fn("relational", spec.shape, 4, observation_dtype=spec.dtype,
+                           **_SMALL)()
+    assert model.get_layer("relational_agent_rescale").scale == 1.0 / 255.0
