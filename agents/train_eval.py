@@ -131,6 +131,7 @@ def train_eval(
     gradient_clip_norm=40.0,  # [A]
     optimizer="rmsprop",
     reward_scale=1.0,
+    vtrace_lambda=1.0,
     jit_compile=True,
     checkpoint_interval=200,
     policy_save_interval=1000,
@@ -160,7 +161,11 @@ def train_eval(
             frames, PPO takes ``PPO_EPOCHS`` steps (one per epoch) over each such batch.
         num_envs, unroll_length: B and T of each training batch.
         learning_rate, discount, entropy_cost, baseline_cost, gradient_clip_norm: see
-            :class:`VTraceAgent` (RMSProp with epsilon 0.1, decay 0.99).
+            :class:`VTraceAgent`.
+        optimizer: ``"rmsprop"`` (the papers': epsilon 0.1, decay 0.99, momentum 0) or
+            ``"adam"``; V-trace only (PPO always uses Adam).
+        reward_scale, vtrace_lambda: V-trace's reward multiplier and IMPALA's lambda (see
+            :class:`VTraceAgent`); 1 and 1 are the papers' settings.
         jit_compile: XLA-compile the learner's loss and gradients.
         checkpoint_interval, policy_save_interval: in learner steps.
         log_interval: learner steps between progress lines.
@@ -217,6 +222,7 @@ def train_eval(
             time_step_spec, action_tensor_spec, network, make_optimizer(optimizer, learning_rate),
             discount=discount, entropy_cost=entropy_cost, baseline_cost=baseline_cost,
             gradient_clip_norm=gradient_clip_norm, reward_scale=reward_scale,
+            lambda_=vtrace_lambda,
             jit_compile=jit_compile,
             train_step_counter=train_step)
     else:

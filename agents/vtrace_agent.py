@@ -49,6 +49,7 @@ class VTraceAgent(tf_agent.TFAgent):
             +10 gem into 1, so the value loss does not swamp the policy gradient).
         clip_rho_threshold, clip_c_threshold, clip_pg_rho_threshold: V-trace's rho_bar, c_bar
             and the policy-gradient rho_bar (1, IMPALA).
+        lambda_: IMPALA's lambda (1: the papers' V-trace; see :func:`vtrace_returns`).
         jit_compile: compile the loss and gradient computation with XLA.
         train_step_counter: optional ``tf.Variable`` counting train steps.
     """
@@ -56,7 +57,7 @@ class VTraceAgent(tf_agent.TFAgent):
     def __init__(self, time_step_spec, action_spec, network, optimizer, discount=0.99,
                  entropy_cost=0.005, baseline_cost=0.5, gradient_clip_norm=40.0, reward_scale=1.0,
                  clip_rho_threshold=1.0, clip_c_threshold=1.0, clip_pg_rho_threshold=1.0,
-                 jit_compile=True, train_step_counter=None, name=None):
+                 lambda_=1.0, jit_compile=True, train_step_counter=None, name=None):
         tf.Module.__init__(self, name=name)
         if action_spec.shape.rank != 0 or not action_spec.dtype.is_integer:
             raise ValueError(
@@ -71,7 +72,8 @@ class VTraceAgent(tf_agent.TFAgent):
         self._reward_scale = reward_scale
         self._clip_thresholds = dict(clip_rho_threshold=clip_rho_threshold,
                                      clip_c_threshold=clip_c_threshold,
-                                     clip_pg_rho_threshold=clip_pg_rho_threshold)
+                                     clip_pg_rho_threshold=clip_pg_rho_threshold,
+                                     lambda_=lambda_)
         collect_policy = ActorCriticPolicy(time_step_spec, action_spec, network)
         policy = greedy_policy.GreedyPolicy(collect_policy)
         super().__init__(time_step_spec, action_spec, policy, collect_policy,

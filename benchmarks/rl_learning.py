@@ -38,7 +38,8 @@ def _run(agent, args, root, queue=None):
         model_kwargs=model_kwargs, num_iterations=10**9, num_envs=args.num_envs,
         unroll_length=args.unroll_length, learning_rate=args.learning_rate,
         entropy_cost=args.entropy_cost, optimizer=args.optimizer,
-        reward_scale=args.reward_scale, log_interval=args.log_interval,
+        reward_scale=args.reward_scale, vtrace_lambda=args.vtrace_lambda,
+        log_interval=args.log_interval,
         eval_episodes=args.eval_episodes, checkpoint_interval=10**9, policy_save_interval=10**9,
         max_seconds=60 * args.minutes, seed=args.seed,
         print_fn=lambda line: print(f"[{agent}] {line}", flush=True))
@@ -54,6 +55,7 @@ def _table(results, args):
              f"{args.room_size}, goal length {args.goal_length}, distractors "
              f"{args.num_distractors}, {args.observation_type} observations, {args.algorithm}, "
              f"{args.optimizer} lr {args.learning_rate}, reward scale {args.reward_scale}, "
+             f"lambda {args.vtrace_lambda}, "
              f"entropy cost {args.entropy_cost}, "
              f"{args.num_envs} envs x {args.unroll_length} steps per update.", "",
              "| agent | " + " | ".join(f"{m} min" for m in MARKS_MINUTES
@@ -84,6 +86,7 @@ def main():
     parser.add_argument("--entropy_cost", type=float, default=0.005)
     parser.add_argument("--optimizer", default="rmsprop", choices=("rmsprop", "adam"))
     parser.add_argument("--reward_scale", type=float, default=1.0)
+    parser.add_argument("--vtrace_lambda", type=float, default=1.0)
     parser.add_argument("--observation_type", default="rgb", choices=("rgb", "one_hot"))
     parser.add_argument("--key_dim", type=int, default=32)
     parser.add_argument("--head_width", type=int, default=64)

@@ -34,6 +34,7 @@ flags.DEFINE_enum("optimizer", "rmsprop", ["rmsprop", "adam"], "V-trace optimise
                   "RMSProp (epsilon 0.1, decay 0.99) or Adam.")
 flags.DEFINE_float("reward_scale", 1.0, "V-trace: rewards are multiplied by this (0.1 makes the "
                    "+10 gem 1).")
+flags.DEFINE_float("vtrace_lambda", 1.0, "V-trace: IMPALA's lambda (1: the papers' V-trace).")
 flags.DEFINE_enum("observation_type", "rgb", ["rgb", "one_hot"], "Observations: RGB pixels "
                   "or one-hot cell channels.")
 flags.DEFINE_float("entropy_cost", 0.005, "Entropy regularisation weight.")
@@ -81,6 +82,7 @@ def main(argv):
         num_envs=FLAGS.num_envs, unroll_length=FLAGS.unroll_length,
         learning_rate=FLAGS.learning_rate, entropy_cost=FLAGS.entropy_cost,
         optimizer=FLAGS.optimizer, reward_scale=FLAGS.reward_scale,
+        vtrace_lambda=FLAGS.vtrace_lambda,
         jit_compile=FLAGS.jit_compile, checkpoint_interval=FLAGS.checkpoint_interval,
         policy_save_interval=FLAGS.policy_save_interval, log_interval=FLAGS.log_interval,
         eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,

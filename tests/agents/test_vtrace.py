@@ -76,6 +76,33 @@ def test_on_policy_reduces_to_n_step_returns():
     np.testing.assert_allclose(vs.numpy(), returns, atol=1e-5)
 
 
+@pytest.mark.parametrize("lambda_", [0.0, 0.5, 0.95])
+def test_on_policy_lambda_gives_td_lambda_returns(lambda_):
+    case = _random_case(11)
+    case["log_rhos"][:] = 0.0
+    vs, adv = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"],
+                             case["values"], case["bootstrap"], lambda_=lambda_)
+    # TD(lambda): G_t = r_t + gamma_t ((1 - lambda) V(x_{t+1}) + lambda G_{t+1}), G_T = V(x_T).
+    next_values = np.concatenate([case["values"][1:], case["bootstrap"][None]])
+    returns = np.zeros_like(case["values"])
+    acc = case["bootstrap"]
+    for t in reversed(range(len(returns))):
+        acc = case["rewards"][t] + case["discounts"][t] * (
+            (1 - lambda_) * next_values[t] + lambda_ * acc)
+        returns[t] = acc
+    np.testing.assert_allclose(vs.numpy(), returns, atol=1e-5)
+    if lambda_ == 0.0:  # one-step TD targets and advantages
+        np.testing.assert_allclose(
+            vs.numpy(), case["rewards"] + case["discounts"] * next_values, atol=1e-5)
+
+
+def test_lambda_out_of_range_is_a_clear_error():
+    case = _random_case(0)
+    with pytest.raises(ValueError, match="`lambda_` must be in \\[0, 1\\], received 1.5"):
+        vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"], case["values"],
+                       case["bootstrap"], lambda_=1.5)
+
+
 def test_mask_stops_flow_across_boundaries():
     case = _random_case(3)
     mask = np.ones_like(case["values"])
