@@ -22,6 +22,7 @@ from tf_agents.train import actor, learner, triggers
 from tf_agents.train.utils import train_utils
 
 from keras_relational import environments
+from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.unroll_queue import UnrollQueue
@@ -166,7 +167,8 @@ def train_eval(
             ``"adam"``; V-trace only (PPO always uses Adam).
         reward_scale, vtrace_lambda: V-trace's reward multiplier and IMPALA's lambda (see
             :class:`VTraceAgent`); 1 and 1 are the papers' settings.
-        jit_compile: XLA-compile the learner's loss and gradients.
+        jit_compile: XLA-compile the learner's loss and gradients (and, with V-trace, the
+            in-process actor's forward pass).
         checkpoint_interval, policy_save_interval: in learner steps.
         log_interval: learner steps between progress lines.
         eval_interval: learner steps between evaluations (0: only at the end).
@@ -249,8 +251,13 @@ def train_eval(
             summary_dir=os.path.join(root_dir, "collect"), print_fn=print_fn)
         finished_episodes = collect_actor.finished_episodes
     else:
-        collect_policy = py_tf_eager_policy.PyTFEagerPolicy(tf_agent.collect_policy,
-                                                            use_tf_function=True)
+        acting_policy = tf_agent.collect_policy
+        if algorithm == "vtrace" and jit_compile:
+            # The actor's own XLA-compiled copy of the collect policy (same variables); the
+            # exported collect policy stays uncompiled.
+            acting_policy = ActorCriticPolicy(time_step_spec, action_tensor_spec, network,
+                                              jit_compile=True)
+        collect_policy = py_tf_eager_policy.PyTFEagerPolicy(acting_policy, use_tf_function=True)
         collect_actor = actor.Actor(
             collect_env, collect_policy, train_step, steps_per_run=num_envs * unroll_length,
             observers=[unrolls], summary_dir=os.path.join(root_dir, "collect"),
