@@ -22,6 +22,21 @@ def _network(env, **kwargs):
     return Keras3Network(tensor_spec.from_spec(env.observation_spec()), model_fn, **kwargs)
 
 
+def _random_experience(agent, seed=0):
+    """A random ``[4, 6]`` batch of BoxWorld trajectory steps (no episode boundaries)."""
+    spec = tensor_spec.add_outer_dims_nest(agent.collect_data_spec, (4, 6))
+    experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)
+    rng = np.random.RandomState(seed)
+    return experience._replace(
+        observation=tf.constant(rng.randint(0, 256, size=(4, 6, 14, 14, 3)).astype("uint8")),
+        action=tf.constant(rng.randint(0, 4, size=(4, 6)).astype("int32")),
+        policy_info={"logits": tf.constant(rng.normal(size=(4, 6, 4)).astype("float32"))},
+        reward=tf.constant(rng.normal(size=(4, 6)).astype("float32")),
+        step_type=tf.fill((4, 6), ts.StepType.MID),
+        next_step_type=tf.fill((4, 6), ts.StepType.MID),
+        discount=tf.ones((4, 6)))
+
+
 def test_every_keras3_variable_is_trained_and_checkpointed(tmp_path):
     env = make_boxworld_environment(num_envs=4, goal_length=1, num_distractors=0)
     time_step_spec, action_spec = _specs(env)
@@ -37,17 +52,7 @@ def test_every_keras3_variable_is_trained_and_checkpointed(tmp_path):
     assert {id(v) for v in network.trainable_variables} == {id(v.value) for v in keras_variables}
 
     # One train step on a random [B, T+1] batch changes every variable.
-    spec = tensor_spec.add_outer_dims_nest(agent.collect_data_spec, (4, 6))
-    experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)
-    rng = np.random.RandomState(0)
-    experience = experience._replace(
-        observation=tf.constant(rng.randint(0, 256, size=(4, 6, 14, 14, 3)).astype("uint8")),
-        action=tf.constant(rng.randint(0, 4, size=(4, 6)).astype("int32")),
-        policy_info={"logits": tf.constant(rng.normal(size=(4, 6, 4)).astype("float32"))},
-        reward=tf.constant(rng.normal(size=(4, 6)).astype("float32")),
-        step_type=tf.fill((4, 6), ts.StepType.MID),
-        next_step_type=tf.fill((4, 6), ts.StepType.MID),
-        discount=tf.ones((4, 6)))
+    experience = _random_experience(agent)
     before = [v.numpy().copy() for v in keras_variables]
     loss = agent.train(experience).loss
     assert np.isfinite(loss.numpy())
@@ -76,20 +81,6 @@ def test_copies_share_no_variables_and_outer_dims_are_squashed():
     observation = tf.zeros((3, 5, 14, 14, 3), tf.uint8)  # [B, T, ...] as PPO feeds
     (logits, value), _ = network(observation)
     assert logits.shape == (3, 5, 4) and value.shape == (3, 5)
-
-
-def _random_experience(agent, seed=0):
-    spec = tensor_spec.add_outer_dims_nest(agent.collect_data_spec, (4, 6))
-    experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)
-    rng = np.random.RandomState(seed)
-    return experience._replace(
-        observation=tf.constant(rng.randint(0, 256, size=(4, 6, 14, 14, 3)).astype("uint8")),
-        action=tf.constant(rng.randint(0, 4, size=(4, 6)).astype("int32")),
-        policy_info={"logits": tf.constant(rng.normal(size=(4, 6, 4)).astype("float32"))},
-        reward=tf.constant(rng.normal(size=(4, 6)).astype("float32")),
-        step_type=tf.fill((4, 6), ts.StepType.MID),
-        next_step_type=tf.fill((4, 6), ts.StepType.MID),
-        discount=tf.ones((4, 6)))
 
 
 def test_reward_scale_is_the_same_as_scaled_rewards():
@@ -134,3 +125,23 @@ def test_one_hot_observations_are_not_rescaled_like_pixels():
     model = agent_model_fn("relational", spec.shape, 4, observation_dtype=spec.dtype,
                            **_SMALL)()
     assert model.get_layer("relational_agent_rescale").scale == 1.0 / 255.0
+
+
+def test_xla_compiled_acting_policy_matches_the_exported_one():
+    from tf_agents.trajectories import time_step as ts_lib
+
+    from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+
+    env = make_boxworld_environment(num_envs=3, goal_length=1, num_distractors=0)
+    time_step_spec, action_spec = _specs(env)
+    network = _network(env)
+    time_step = tf.nest.map_structure(tf.convert_to_tensor, env.reset())
+    time_step = ts_lib.TimeStep(*time_step)
+    plain = ActorCriticPolicy(time_step_spec, action_spec, network)
+    compiled = ActorCriticPolicy(time_step_spec, action_spec, network, jit_compile=True)
+    expected = plain.distribution(time_step).info["logits"]
+    logits = compiled.distribution(time_step).info["logits"]
+    np.testing.assert_allclose(logits.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+    assert {id(v) for v in compiled.variables()} == {id(v) for v in plain.variables()}
+    action = compiled.action(time_step).action.numpy()
+    assert action.shape == (3,) and ((0 <= action) & (action < 4)).all()
