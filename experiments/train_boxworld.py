@@ -57,6 +57,8 @@ flags.DEFINE_string("ray_address", None, "With --num_ray_actors: join this Ray c
                     "start a local Ray.")
 flags.DEFINE_integer("weight_sync_interval", 1, "Learner steps between weight broadcasts to "
                      "the Ray actors.")
+flags.DEFINE_float("max_seconds", None, "Wall-clock budget of the training loop (stops at the "
+                   "first progress line after it, then checkpoints, evaluates and exports).")
 flags.DEFINE_integer("seed", 0, "Random seed.")
 
 
@@ -88,7 +90,7 @@ def main(argv):
         eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,
         test_presets=tuple(FLAGS.test_presets), num_ray_actors=FLAGS.num_ray_actors,
         ray_address=FLAGS.ray_address, weight_sync_interval=FLAGS.weight_sync_interval,
-        seed=FLAGS.seed)
+        max_seconds=FLAGS.max_seconds, seed=FLAGS.seed)
 
 
 if __name__ == "__main__":

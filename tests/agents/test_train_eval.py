@@ -117,3 +117,25 @@ def test_ppo_smoke(tmp_path):
                         print_fn=lambda line: None, **_TINY)
     assert result["train_step"] >= 2
     assert os.path.exists(os.path.join(root, "policies", "greedy_policy", "saved_model.pb"))
+
+
+def test_binary_flags_reach_train_eval(tmp_path):
+    """``python -m experiments.train_boxworld`` with the experiment flags trains and exports."""
+    root = str(tmp_path / "binary")
+    command = [sys.executable, "-m", "experiments.train_boxworld", f"--root_dir={root}",
+               "--goal_length=1", "--num_distractors=0", "--room_size=5", "--num_envs=4",
+               "--unroll_length=5", "--num_iterations=2", "--key_dim=8", "--head_width=16",
+               "--observation_type=one_hot", "--optimizer=adam", "--reward_scale=0.1",
+               "--vtrace_lambda=0.9", "--learning_rate=1e-3", "--eval_episodes=2",
+               "--log_interval=1", "--max_seconds=600"]
+    done = subprocess.run(command, cwd=_REPO_ROOT, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "frames/s" in done.stdout and "eval @ step 2" in done.stdout, done.stdout
+    with open(os.path.join(root, "result.json")) as f:
+        assert json.load(f)["train_step"] == 2
+    import keras
+
+    model = keras.saving.load_model(os.path.join(root, "keras_model.keras"))
+    assert model.input_shape[-1] > 3  # one-hot channels, not RGB
+    assert model.get_layer("relational_agent_rescale").scale == 1.0
