@@ -49,6 +49,8 @@ flags.DEFINE_integer("log_interval", 10, "Updates between progress lines.")
 flags.DEFINE_integer("checkpoint_interval", 100, "Updates between checkpoints.")
 flags.DEFINE_integer("policy_save_interval", 1000, "Updates between policy exports.")
 flags.DEFINE_bool("jit_compile", True, "XLA-compile the learner step.")
+flags.DEFINE_bool("actor_jit_compile", False, "V-trace: XLA-compile the in-process actor's "
+                  "policy (faster with small frames and many environments).")
 flags.DEFINE_integer("num_ray_actors", 0, "0: actors in this process; N > 0: N Ray actors, each "
                      "with its own --num_envs environments (pip install "
                      "\"keras-relational[distributed]\"; V-trace only).")
@@ -85,7 +87,8 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, entropy_cost=FLAGS.entropy_cost,
         optimizer=FLAGS.optimizer, reward_scale=FLAGS.reward_scale,
         vtrace_lambda=FLAGS.vtrace_lambda,
-        jit_compile=FLAGS.jit_compile, checkpoint_interval=FLAGS.checkpoint_interval,
+        jit_compile=FLAGS.jit_compile, actor_jit_compile=FLAGS.actor_jit_compile,
+        checkpoint_interval=FLAGS.checkpoint_interval,
         policy_save_interval=FLAGS.policy_save_interval, log_interval=FLAGS.log_interval,
         eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,
         test_presets=tuple(FLAGS.test_presets), num_ray_actors=FLAGS.num_ray_actors,

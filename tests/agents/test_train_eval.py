@@ -127,7 +127,7 @@ def test_binary_flags_reach_train_eval(tmp_path):
                "--unroll_length=5", "--num_iterations=2", "--key_dim=8", "--head_width=16",
                "--observation_type=one_hot", "--optimizer=adam", "--reward_scale=0.1",
                "--vtrace_lambda=0.9", "--learning_rate=1e-3", "--eval_episodes=2",
-               "--log_interval=1", "--max_seconds=600"]
+               "--log_interval=1", "--max_seconds=600", "--actor_jit_compile"]
     done = subprocess.run(command, cwd=_REPO_ROOT, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert done.returncode == 0, done.stderr[-3000:]
