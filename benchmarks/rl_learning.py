@@ -11,7 +11,8 @@ rewards scaled by 0.1, 64 environments x 20 steps per update, 4 x 64 output MLP,
 and the XLA-compiled actor (``actor_jit_compile``).
 The papers' own settings (RGB frames, RMSProp with epsilon 0.1, unscaled rewards) stay near the
 random policy at this budget; ``--observation_type rgb --optimizer rmsprop --reward_scale 1
---num_envs 16`` reproduces that.
+--num_envs 16`` reproduces that. ``--algorithm ppo`` needs ``--reward_scale 1
+--no-actor_jit_compile`` (both are V-trace options).
 
     .venv/bin/python benchmarks/rl_learning.py --minutes 30                 # the issue's setting
     .venv/bin/python benchmarks/rl_learning.py --minutes 10 --goal_length 1 --num_distractors 0
@@ -46,7 +47,7 @@ def _run(agent, args, root, queue=None):
         unroll_length=args.unroll_length, learning_rate=args.learning_rate,
         entropy_cost=args.entropy_cost, optimizer=args.optimizer,
         reward_scale=args.reward_scale, vtrace_lambda=args.vtrace_lambda,
-        actor_jit_compile=True,
+        actor_jit_compile=args.actor_jit_compile,
         log_interval=args.log_interval,
         eval_episodes=args.eval_episodes, checkpoint_interval=10**9, policy_save_interval=10**9,
         max_seconds=60 * args.minutes, seed=args.seed,
@@ -96,6 +97,8 @@ def main():
     parser.add_argument("--reward_scale", type=float, default=0.1)
     parser.add_argument("--vtrace_lambda", type=float, default=1.0)
     parser.add_argument("--observation_type", default="one_hot", choices=("rgb", "one_hot"))
+    parser.add_argument("--actor_jit_compile", default=True,
+                        action=argparse.BooleanOptionalAction)
     parser.add_argument("--key_dim", type=int, default=32)
     parser.add_argument("--head_width", type=int, default=64)
     parser.add_argument("--log_interval", type=int, default=25)

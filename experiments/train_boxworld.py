@@ -30,8 +30,8 @@ flags.DEFINE_integer("num_iterations", 10_000, "Learner updates.")
 flags.DEFINE_integer("num_envs", 32, "Environments stepped together (trajectories per batch).")
 flags.DEFINE_integer("unroll_length", 40, "Steps per trajectory.")
 flags.DEFINE_float("learning_rate", 2e-4, "Learning rate.")
-flags.DEFINE_enum("optimizer", "rmsprop", ["rmsprop", "adam"], "V-trace optimiser: the papers' "
-                  "RMSProp (epsilon 0.1, decay 0.99) or Adam.")
+flags.DEFINE_enum("optimizer", None, ["rmsprop", "adam"], "The papers' RMSProp (epsilon 0.1, "
+                  "decay 0.99) or Adam; default: RMSProp for V-trace, Adam for PPO.")
 flags.DEFINE_float("reward_scale", 1.0, "V-trace: rewards are multiplied by this (0.1 makes the "
                    "+10 gem 1).")
 flags.DEFINE_float("vtrace_lambda", 1.0, "V-trace: IMPALA's lambda (1: the papers' V-trace).")

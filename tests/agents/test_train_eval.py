@@ -108,6 +108,14 @@ def test_invalid_arguments_are_clear_errors(tmp_path):
         train_eval(str(tmp_path), algorithm="a3c")
     with pytest.raises(ValueError, match="test_presets.*'test_length_7'"):
         train_eval(str(tmp_path), test_presets=("test_length_7",))
+    with pytest.raises(ValueError, match="`optimizer` must be one of .*received 'sgd'"):
+        train_eval(str(tmp_path), optimizer="sgd")
+    # V-trace-only options are refused with PPO instead of being silently ignored.
+    with pytest.raises(ValueError, match=r"\['optimizer', 'reward_scale'\] apply to "
+                                         r"algorithm='vtrace' only.*'rmsprop'"):
+        train_eval(str(tmp_path), algorithm="ppo", optimizer="rmsprop", reward_scale=0.1)
+    with pytest.raises(ValueError, match=r"\['actor_jit_compile', 'vtrace_lambda'\]"):
+        train_eval(str(tmp_path), algorithm="ppo", vtrace_lambda=0.9, actor_jit_compile=True)
 
 
 def test_ppo_smoke(tmp_path):
