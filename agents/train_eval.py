@@ -195,7 +195,10 @@ def train_eval(
         seed: seeds TensorFlow, Keras and the environments.
 
     Returns:
-        A dict with the final train step, frames, frames/s, solve rates and export paths.
+        A dict with the final train step, frames, frames/s, solve rates and export paths, and
+        ``history``: one dict per progress line (``step``, ``frames``, ``fps``, ``solve_rate``,
+        ``seconds`` since the start, and ``acting_seconds`` / ``learning_seconds``: wall time
+        in the actor's and the learner's ``run()`` since the previous line).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received {algorithm!r}.")
@@ -295,6 +298,9 @@ def train_eval(
     last_log_time, last_log_step, last_episode_count = started, start_step, 0
     history = []
     out_of_time = False
+    # Wall time in the actor's run() (environments, policy, observers; with Ray actors: waiting
+    # for an unroll) and in the learner's (dataset and train step), since the last progress line.
+    acting_seconds = learning_seconds = 0.0
 
     def run_eval(step, name="eval", level_kwargs=None):
         level_kwargs = eval_env_kwargs if level_kwargs is None else level_kwargs
@@ -320,9 +326,13 @@ def train_eval(
 
     try:
         while int(train_step.numpy()) < num_iterations and not out_of_time:
+            tick = time.perf_counter()
             collect_actor.run()
+            tock = time.perf_counter()
             while unrolls.qsize() and int(train_step.numpy()) < num_iterations:
                 loss_info = agent_learner.run(iterations=1)
+            acting_seconds += tock - tick
+            learning_seconds += time.perf_counter() - tock
             step = int(train_step.numpy())
             if step - last_log_step >= log_interval or step >= num_iterations:
                 now = time.perf_counter()
@@ -337,12 +347,17 @@ def train_eval(
                     tf.summary.scalar("average_return", mean_return)
                 lag = (f" | policy lag {collect_actor.mean_policy_lag():4.1f}"
                        if num_ray_actors else "")
+                acting_share = acting_seconds / max(acting_seconds + learning_seconds, 1e-9)
                 print_fn(f"step {step:6d} | frames {int(step * frames_per_step):9d} | "
                          f"{fps:7.0f} frames/s | episodes {len(recent):4d} | "
                          f"return {mean_return:6.2f} | solved {100 * solve_rate:5.1f}% | "
-                         f"loss {float(loss_info.loss):9.3f}{lag}")
+                         f"loss {float(loss_info.loss):9.3f} | acting {100 * acting_share:3.0f}%"
+                         f"{lag}")
                 history.append(dict(step=step, frames=int(step * frames_per_step), fps=fps,
-                                    solve_rate=solve_rate, seconds=now - started))
+                                    solve_rate=solve_rate, seconds=now - started,
+                                    acting_seconds=acting_seconds,
+                                    learning_seconds=learning_seconds))
+                acting_seconds = learning_seconds = 0.0
                 last_log_time, last_log_step = now, step
                 last_episode_count = len(finished_episodes)
                 out_of_time = max_seconds is not None and now - started >= max_seconds

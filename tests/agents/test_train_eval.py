@@ -30,7 +30,14 @@ def test_smoke_trains_exports_and_plays(tmp_path):
     assert result["train_step"] == 2
     assert set(result["test_solve_rates"]) == {"test_length_6"}
     assert any(line.startswith("test_length_6 @ step 2: solved") for line in lines), lines
-    assert any("frames/s" in line for line in lines)
+    assert any("frames/s" in line and "acting" in line for line in lines), lines
+    # Acting and learning time are accounted separately and fill each progress interval.
+    for entry in result["history"]:
+        assert entry["acting_seconds"] > 0 and entry["learning_seconds"] > 0, entry
+    history = result["history"]
+    for previous, entry in zip(history, history[1:], strict=False):
+        interval = entry["seconds"] - previous["seconds"]
+        assert entry["acting_seconds"] + entry["learning_seconds"] <= interval + 1e-3
     assert _checkpoint_steps(root)[-1] == 2
     for policy in ("policy", "collect_policy", "greedy_policy"):
         assert os.path.exists(os.path.join(root, "policies", policy, "saved_model.pb")), policy
