@@ -206,11 +206,19 @@ def palindrome_data(condition="standard", n_per_length=20000, long_n_per_length=
     return splits
 
 
-def build_sequence_model(model, write_mode="embedding_on_push", units=None, stack_depth=20):
-    """``"conv_stack"`` (10 stacks x 20) or ``"lstm"`` (100 units), embedding 10, vocabulary 7."""
+def build_sequence_model(model, write_mode="embedding_on_push", units=None, stack_depth=20,
+                         shift_entropy_cost=0.0):
+    """``"conv_stack"`` (10 stacks x 20) or ``"lstm"`` (100 units), embedding 10, vocabulary 7.
+
+    ``shift_entropy_cost`` applies to ``"conv_stack"`` only (see ``symmetry.conv_stack_lstm``).
+    """
     if model == "conv_stack":
         return symmetry.conv_stack_lstm(units=units or 10, embedding_size=units or 10,
-                                        stack_depth=stack_depth, write_mode=write_mode)
+                                        stack_depth=stack_depth, write_mode=write_mode,
+                                        shift_entropy_cost=shift_entropy_cost)
+    if shift_entropy_cost:
+        raise ValueError(f"shift_entropy_cost applies to model='conv_stack' only, received "
+                         f"model={model!r} with shift_entropy_cost={shift_entropy_cost!r}.")
     if model == "lstm":
         return symmetry.standard_lstm(units=units or 100)
     raise ValueError(f"model must be one of {SEQUENCE_MODELS}, received model={model!r}.")
@@ -218,10 +226,10 @@ def build_sequence_model(model, write_mode="embedding_on_push", units=None, stac
 
 def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", seed=0,
                            epochs=100, batch_size=128, learning_rate=1e-3,
-                           write_mode="embedding_on_push", restart_threshold=0.9,
-                           restart_epoch=4, max_restarts=10, restart_baseline=False,
-                           n_per_length=20000, long_n_per_length=3333, data_seed=0, data=None,
-                           early_stopping=False, patience=1,
+                           write_mode="embedding_on_push", shift_entropy_cost=0.0,
+                           restart_threshold=0.9, restart_epoch=4, max_restarts=10,
+                           restart_baseline=False, n_per_length=20000, long_n_per_length=3333,
+                           data_seed=0, data=None, early_stopping=False, patience=1,
                            stop_score=1.0, select_on_long_dev=False, steps_per_execution=10,
                            model_cache=None, tensorboard=True, export=True, verbose=0,
                            distribution_strategy="default"):
@@ -233,7 +241,10 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     states the rule for the convolutional model only, so the baseline LSTM skips it unless
     ``restart_baseline``. ``write_mode`` defaults to the authors' code variant, the only one that
     passes the restart rule reliably (spec Sec. 2.2 / 7); the layer's own default is the
-    paper's gated write. ``condition="nesting"`` retrains on strings with at most 4 ``a``
+    paper's gated write. ``shift_entropy_cost`` (conv stack only; the paper's is 0) adds that
+    multiple of the mean entropy of the stacks' push / stay / pop filters to the loss
+    (``symmetry.conv_stack_lstm``). ``condition="nesting"`` retrains on strings with at most 4
+    ``a``
     (the "N_A > 2" column). ``data`` may pass ready splits (see ``palindrome_data``).
     ``early_stopping`` (not the paper's: it keeps the last epoch) scores every epoch after the
     restart check by the dev string accuracy (with ``select_on_long_dev``, the minimum of it and
@@ -265,9 +276,10 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     while True:
         keras.utils.set_random_seed(seed + 1000 * attempt)
         with strategy.scope():
-            net = build_sequence_model(model, write_mode=write_mode)
-            cache_key = (model, write_mode, learning_rate, batch_size, steps_per_execution,
-                         len(train["inputs"]), id(strategy))
+            net = build_sequence_model(model, write_mode=write_mode,
+                                       shift_entropy_cost=shift_entropy_cost)
+            cache_key = (model, write_mode, shift_entropy_cost, learning_rate, batch_size,
+                         steps_per_execution, len(train["inputs"]), id(strategy))
             if model_cache is not None and cache_key in model_cache:
                 net = _reinitialize(model_cache[cache_key], net)
             else:
@@ -303,6 +315,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     results = {
         "task": "palindromes", "model": model, "condition": condition, "seed": seed,
         "write_mode": write_mode if model == "conv_stack" else None, "epochs": epochs,
+        "shift_entropy_cost": shift_entropy_cost,
         "restarts": attempt, "dev_accuracy_at_restart_epoch": attempts,
         "in_domain": evaluate_split(net, data["in_domain_test"]),
         "long": evaluate_split(net, data["long_test"], by_length=True),

@@ -27,6 +27,8 @@ flags.DEFINE_integer("batch_size", 128, "Batch size (paper: 128).")
 flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate (paper: 1e-3).")
 flags.DEFINE_enum("write_mode", "embedding_on_push", ["gated", "embedding_on_push"],
                   "Stack write path: the paper's gated write or the authors' code variant.")
+flags.DEFINE_float("shift_entropy_cost", 0.0, "Conv stack LSTM only: weight of the mean entropy of "
+                   "the stacks' push/stay/pop filters in the loss (paper: 0).")
 flags.DEFINE_float("restart_threshold", 0.9, "Restart if dev token accuracy <= this; <0 disables.")
 flags.DEFINE_integer("restart_epoch", 4, "Epoch at which the restart rule is checked.")
 flags.DEFINE_integer("max_restarts", 10, "Cap on restarts per run.")
@@ -54,10 +56,13 @@ def run(root_dir, models, conditions, seeds, n_per_length=20000, long_n_per_leng
         summary[condition] = {}
         for model in models:
             runs = []
+            # The filter entropy penalty needs a stack: the LSTM trains without it.
+            model_kwargs = {k: v for k, v in kwargs.items()
+                            if model == "conv_stack" or k != "shift_entropy_cost"}
             for seed in range(seeds):
                 result = symmetry_lib.palindromes_train_eval(
                     os.path.join(root_dir, condition, model, f"seed_{seed}"), model=model,
-                    condition=condition, seed=seed, data=data, **kwargs)
+                    condition=condition, seed=seed, data=data, **model_kwargs)
                 logging.info("%s %s seed %d: %s", condition, model, seed,
                              {k: result[k[0]][k[1]] for k in COLUMNS[condition]})
                 runs.append(result)
@@ -80,7 +85,8 @@ def main(argv):
                   n_per_length=FLAGS.n_per_length, long_n_per_length=FLAGS.long_n_per_length,
                   data_seed=FLAGS.data_seed, epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
                   learning_rate=FLAGS.learning_rate, write_mode=FLAGS.write_mode,
-                  restart_threshold=threshold, restart_epoch=FLAGS.restart_epoch,
+                  shift_entropy_cost=FLAGS.shift_entropy_cost, restart_threshold=threshold,
+                  restart_epoch=FLAGS.restart_epoch,
                   max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
                   early_stopping=FLAGS.early_stopping, stop_score=FLAGS.stop_score,
                   patience=FLAGS.patience,

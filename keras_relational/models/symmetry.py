@@ -8,6 +8,7 @@ and biases) where Keras' defaults differ.
 """
 
 import keras
+from keras import ops
 
 from keras_relational.layers.conv_stack_memory import ConvStackMemory
 from keras_relational.layers.conv_stack_memory_cell import GlorotUniformBias
@@ -51,18 +52,65 @@ def rule_rnn_classifier(num_symbols=12, num_steps=3, hidden_units=24, num_classe
     return keras.Model(inputs, logits, name=name)
 
 
+@keras.saving.register_keras_serializable(package="keras_relational")
+class ShiftEntropyPenalty(keras.layers.Layer):
+    """Adds ``cost * mean entropy of the stack-shift filters`` to the model's losses.
+
+    Call with ``(h, filters, tokens)``: ``h`` ``[B, T, N]`` is returned unchanged; ``filters``
+    ``[B, T, 3N]`` are the push / stay / pop taps of every stack (``ConvStackMemory(...,
+    return_filters=True)``); ``tokens`` ``[B, T]`` are the ids, and steps with id
+    ``padding_id`` are left out of the mean, so padding a batch does not change the penalty.
+    The entropy of one stack's filter is ``-sum_k F_k log F_k`` (0 for a hard push, stay or pop,
+    ln 3 for a uniform one). Not in the paper: a regulariser towards discrete stack actions
+    (see ``conv_stack_lstm``).
+    """
+
+    def __init__(self, cost, padding_id=0, **kwargs):
+        super().__init__(**kwargs)
+        if not cost >= 0:
+            raise ValueError(f"ShiftEntropyPenalty needs cost >= 0, received cost={cost!r}.")
+        self.cost = float(cost)
+        self.padding_id = padding_id
+
+    def call(self, h, filters, tokens):
+        taps = ops.reshape(filters, (ops.shape(filters)[0], ops.shape(filters)[1], -1, 3))
+        entropy = -ops.sum(taps * ops.log(ops.maximum(taps, 1e-12)), axis=-1)  # [B, T, N]
+        valid = ops.cast(ops.not_equal(tokens, self.padding_id), entropy.dtype)[..., None]
+        count = ops.maximum(ops.sum(valid) * ops.cast(ops.shape(entropy)[-1], entropy.dtype),
+                            1.0)
+        self.add_loss(self.cost * ops.sum(entropy * valid) / count)
+        return h
+
+    def compute_output_shape(self, h_shape, filters_shape, tokens_shape):
+        return h_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"cost": self.cost, "padding_id": self.padding_id})
+        return config
+
+
 def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
-                    write_mode="gated", name="conv_stack_lstm"):
+                    write_mode="gated", shift_entropy_cost=0.0, name="conv_stack_lstm"):
     """Table II's convolutional LSTM: Embedding(M=10) -> ConvStackMemory(N=10, D=20) -> Dense(Y).
 
     ``[B, T]`` token ids -> ``[B, T, Y]`` logits. 1,407 parameters with the paper's sizes in
     ``"gated"`` mode; ``"embedding_on_push"`` (authors' code) needs ``embedding_size == units``.
+    ``shift_entropy_cost`` > 0 (not the paper's, which is 0) adds that multiple of the mean
+    entropy of the stacks' push / stay / pop filters over the non-padding steps to the training
+    loss (:class:`ShiftEntropyPenalty`), a push towards discrete stack actions; the outputs and
+    the parameters are the same either way.
     """
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(vocab_size, embedding_size, embeddings_initializer="glorot_uniform",
                                name="embedding")(inputs)
+    penalise = shift_entropy_cost > 0
     h = ConvStackMemory(units, stack_depth=stack_depth, write_mode=write_mode,
-                        return_sequences=True, name="conv_stack_memory")(x)
+                        return_sequences=True, return_filters=penalise,
+                        name="conv_stack_memory")(x)
+    if penalise:
+        h = ShiftEntropyPenalty(shift_entropy_cost, name="shift_entropy_penalty")(
+            h[..., :units], h[..., units:], inputs)
     logits = keras.layers.Dense(vocab_size, bias_initializer=GlorotUniformBias(),
                                 name="logits")(h)
     return keras.Model(inputs, logits, name=name)

@@ -119,7 +119,8 @@ def test_metrics():
     ("train_rule_learning", ["--models=conv,mlp", "--seeds=2", "--epochs=20"]),
     ("train_palindromes", ["--models=conv_stack", "--conditions=standard", "--seeds=1",
                            "--epochs=1", "--n_per_length=100", "--long_n_per_length=10",
-                           "--restart_epoch=1", "--batch_size=64", "--noexport"]),
+                           "--restart_epoch=1", "--batch_size=64", "--noexport",
+                           "--shift_entropy_cost=0.01"]),
 ])
 def test_binary_runs(tmp_path, binary, flags):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -131,3 +132,5 @@ def test_binary_runs(tmp_path, binary, flags):
     assert "median" in result.stdout
     summary = json.load(open(tmp_path / "summary.json"))
     assert summary
+    if binary == "train_palindromes":  # the flag reaches the conv stack LSTM's training
+        assert summary["standard"]["conv_stack"]["runs"][0]["shift_entropy_cost"] == 0.01

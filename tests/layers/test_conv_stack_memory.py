@@ -255,3 +255,36 @@ def test_layer_contract(tmp_path, write_mode):
         lambda: keras_relational.ConvStackMemory(4, stack_depth=6, write_mode=write_mode,
                                                  return_sequences=True),
         x, tmp_path)
+
+
+def test_shift_entropy_penalty_is_the_masked_mean_filter_entropy(tmp_path):
+    keras.utils.set_random_seed(3)
+    penalised = symmetry.conv_stack_lstm(write_mode="embedding_on_push", shift_entropy_cost=0.25)
+    plain = symmetry.conv_stack_lstm(write_mode="embedding_on_push")
+    assert penalised.count_params() == plain.count_params() == 987
+    plain.set_weights(penalised.get_weights())
+    tokens = np.concatenate([palindromes.encode(np.array([half]), max_len=12)["inputs"]
+                             for half in ([1, 2, 3], [4, 1])])
+    # Same outputs; the penalty only adds a loss.
+    np.testing.assert_allclose(np.asarray(penalised(tokens)), np.asarray(plain(tokens)),
+                               atol=1e-6)
+    assert not plain.losses
+    (loss,) = penalised.losses
+    # NumPy reference from the layer's own filters: entropy per stack and step, mean over the
+    # non-padding steps (token id != 0) and the stacks, times the cost.
+    probe = keras.Model(penalised.input, penalised.get_layer("conv_stack_memory").output)
+    filters = np.asarray(probe(tokens))[..., 10:].reshape(*tokens.shape, 10, 3)
+    entropy = -(filters * np.log(filters)).sum(-1)
+    valid = tokens != 0
+    np.testing.assert_allclose(float(loss), 0.25 * entropy[valid].mean(), rtol=1e-5)
+    # More padding does not change it.
+    longer = np.concatenate([tokens, np.zeros((2, 5), tokens.dtype)], axis=1)
+    penalised(longer)
+    np.testing.assert_allclose(float(penalised.losses[0]), float(loss), rtol=1e-5)
+    # It is part of the training loss and survives a .keras round trip.
+    penalised.save(tmp_path / "penalised.keras")
+    reloaded = keras.saving.load_model(tmp_path / "penalised.keras")
+    reloaded(tokens)
+    np.testing.assert_allclose(float(reloaded.losses[0]), float(loss), rtol=1e-5)
+    with pytest.raises(ValueError, match="cost"):
+        symmetry.ShiftEntropyPenalty(-1.0)
