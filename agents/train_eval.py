@@ -13,11 +13,12 @@ import functools
 import gc
 import json
 import os
+import shutil
 import time
 
 import numpy as np
 import tensorflow as tf
-from tf_agents.policies import py_tf_eager_policy
+from tf_agents.policies import greedy_policy, policy_saver, py_tf_eager_policy
 from tf_agents.train import actor, learner, triggers
 from tf_agents.train.utils import train_utils
 
@@ -96,6 +97,31 @@ def make_optimizer(name, learning_rate):
     if name == "adam":
         return tf.keras.optimizers.Adam(learning_rate)
     raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}, received {name!r}.")
+
+
+def export_policies(tf_agent, policies_dir, train_step):
+    """Writes PolicySaver SavedModels of the agent's policies *with their current weights*.
+
+    TF-Agents' ``PolicySavedModelTrigger`` writes each SavedModel once, when it is created (so
+    with the initial weights), and afterwards only variable checkpoints under
+    ``policies_dir/checkpoints``; a SavedModel loaded from ``policies_dir/collect_policy`` would
+    act with untrained weights. This replaces ``policy``, ``collect_policy`` and
+    ``greedy_policy`` under ``policies_dir`` by exports of the current weights (each written
+    next to the old one first, so an interrupted export never leaves a half-written policy).
+    """
+    raw = tf_agent.policy
+    if isinstance(raw, greedy_policy.GreedyPolicy):
+        raw = raw.wrapped_policy
+    policies = {learner.RAW_POLICY_SAVED_MODEL_DIR: raw,
+                learner.COLLECT_POLICY_SAVED_MODEL_DIR: tf_agent.collect_policy,
+                learner.GREEDY_POLICY_SAVED_MODEL_DIR: greedy_policy.GreedyPolicy(raw)}
+    for name, policy in policies.items():
+        path = os.path.join(policies_dir, name)
+        partial = path + ".partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        policy_saver.PolicySaver(policy, train_step=train_step).save(partial)
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(partial, path)
 
 
 def _solve_rate(episodes):
@@ -380,10 +406,13 @@ def train_eval(
         if "room_size" in env_kwargs:
             preset_kwargs["room_size"] = env_kwargs["room_size"]
         test_rates[preset] = run_eval(step, name=preset, level_kwargs=preset_kwargs)
-    # PolicySaver exports of the greedy and collect (sampling) policies, and the Keras 3 model.
+    # PolicySaver exports of the raw, collect (sampling) and greedy policies with the final
+    # weights (and, as TF-Agents lays them out, a policy checkpoint of the final step), and the
+    # Keras 3 model.
     saver_trigger = triggers.PolicySavedModelTrigger(policies_dir, tf_agent, train_step,
                                                      interval=1)
     saver_trigger(step, force_trigger=True)
+    export_policies(tf_agent, policies_dir, train_step)
     keras_model_dir = os.path.join(root_dir, "keras_model")
     network.keras_model.export(keras_model_dir, verbose=False)
     keras_file = os.path.join(root_dir, "keras_model.keras")  # reloadable with load_model

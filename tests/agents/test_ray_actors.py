@@ -92,7 +92,7 @@ def test_two_ray_actors_train_end_to_end_and_survive_a_killed_actor(tmp_path, lo
                         unroll_length=_UNROLL, env_kwargs=_ENV_KWARGS,
                         model_kwargs=_MODEL_KWARGS, log_interval=1, eval_episodes=0,
                         jit_compile=False, num_ray_actors=2, weight_sync_interval=1,
-                        print_fn=print_fn)
+                        policy_save_interval=1, print_fn=print_fn)
 
     assert result["train_step"] == num_iterations
     assert any(line.startswith("Ray actor fleet: 2 actors") for line in lines), lines
@@ -108,15 +108,22 @@ def test_two_ray_actors_train_end_to_end_and_survive_a_killed_actor(tmp_path, lo
     assert all(lag >= 0 for _, lag in lags) and lags[1][1] >= 1, lags
     progress = [line for line in lines if line.startswith("step ")]
     assert len(progress) == num_iterations and all("policy lag" in p for p in progress), lines
-    # The weights changed: the policy saved before training vs the one saved at the end.
+    # The weights changed: the policy checkpoint of the first step vs the one of the last, which
+    # is also what the exported SavedModel holds.
     policies = os.path.join(root, "policies")
-    before = _policy_variables(os.path.join(policies, "policy", "variables", "variables"))
-    after = _policy_variables(os.path.join(
-        policies, "checkpoints", f"policy_checkpoint_{num_iterations:010d}", "variables",
-        "variables"))
+
+    def checkpoint(step):
+        return _policy_variables(os.path.join(
+            policies, "checkpoints", f"policy_checkpoint_{step:010d}", "variables", "variables"))
+
+    before, after = checkpoint(1), checkpoint(num_iterations)
     assert before.keys() == after.keys() and len(before) > 4, sorted(before)
     changed = [name for name in before if not np.array_equal(before[name], after[name])]
     assert len(changed) == len(before), sorted(set(before) - set(changed))
+    exported = _policy_variables(os.path.join(policies, "policy", "variables", "variables"))
+    assert exported.keys() == after.keys()
+    for name in after:
+        np.testing.assert_array_equal(exported[name], after[name], err_msg=name)
     assert ray.is_initialized()  # the fleet leaves a Ray it did not start running
 
 

@@ -46,6 +46,16 @@ def test_smoke_trains_exports_and_plays(tmp_path):
 
     reloaded = keras.saving.load_model(result["keras_file"])
     assert reloaded.count_params() > 0
+    # Every exported policy carries the trained weights (TF-Agents' trigger alone would have
+    # left the initial ones in the SavedModels and written the trained ones only to checkpoints).
+    import numpy as np
+    import tensorflow as tf
+
+    trained = sorted((w.shape, np.asarray(w).tobytes()) for w in reloaded.get_weights())
+    for policy in ("policy", "collect_policy", "greedy_policy"):
+        saved = tf.saved_model.load(os.path.join(root, "policies", policy))
+        exported = sorted((tuple(v.shape), v.numpy().tobytes()) for v in saved.model_variables)
+        assert exported == trained, f"{policy} was exported without the trained weights"
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == 2
     # The exported policy plays in a fresh process with no training code.
@@ -154,3 +164,18 @@ def test_binary_flags_reach_train_eval(tmp_path):
     model = keras.saving.load_model(os.path.join(root, "keras_model.keras"))
     assert model.input_shape[-1] > 3  # one-hot channels, not RGB
     assert model.get_layer("relational_agent_rescale").scale == 1.0
+
+
+def test_play_refuses_an_environment_the_policy_was_not_trained_on():
+    import tensorflow as tf
+
+    from keras_relational import environments
+    from keras_relational.experiments.play_boxworld import check_environment_matches
+
+    one_hot_6x6 = tf.TensorSpec((None, 8, 8, 44), tf.float32)
+    check_environment_matches(one_hot_6x6, environments.BoxWorld(
+        room_size=6, observation_type="one_hot", goal_length=1, num_distractors=0))
+    with pytest.raises(ValueError, match=r"shape \(8, 8, 44\).*float32.*--room_size.*"
+                                         r"shape \(14, 14, 3\) and dtype uint8"):
+        check_environment_matches(one_hot_6x6, environments.BoxWorld(goal_length=1,
+                                                                      num_distractors=0))
