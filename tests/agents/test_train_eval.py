@@ -62,7 +62,7 @@ def test_smoke_trains_exports_and_plays(tmp_path):
     code = textwrap.dedent(f"""
         import keras_relational.agents
         from keras_relational import environments
-        from keras_relational.experiments.play_boxworld import play
+        from keras_relational.agents.play import play
         env = environments.BoxWorld(goal_length=1, num_distractors=0, seed=0)
         results, _ = play({os.path.join(root, "policies", "collect_policy")!r}, env, 2)
         assert len(results) == 2 and all(r["steps"] > 0 for r in results), results
@@ -170,7 +170,7 @@ def test_play_refuses_an_environment_the_policy_was_not_trained_on():
     import tensorflow as tf
 
     from keras_relational import environments
-    from keras_relational.experiments.play_boxworld import check_environment_matches
+    from keras_relational.agents.play import check_environment_matches
 
     one_hot_6x6 = tf.TensorSpec((None, 8, 8, 44), tf.float32)
     check_environment_matches(one_hot_6x6, environments.BoxWorld(
