@@ -4,15 +4,26 @@
 level whose observations the policy was not trained on.
 """
 
+import os
+
 import numpy as np
 
 
-def play(policy_dir, env, episodes, max_steps_per_episode=500, record_first=False):
-    """Plays ``episodes`` episodes of the dm_env ``env``; returns (results, frames of episode 1)."""
+def load_policy(policy_dir):
+    """Loads a PolicySaver SavedModel (``policy.action(time_step)``)."""
     import tensorflow as tf
     import tensorflow_probability  # noqa: F401  (registers the distribution types the policy uses)
 
-    policy = tf.saved_model.load(policy_dir)
+    return tf.saved_model.load(policy_dir)
+
+
+def play(policy, env, episodes, max_steps_per_episode=500, record_first=False):
+    """Plays ``episodes`` episodes of the dm_env ``env``; returns (results, frames of episode 1).
+
+    ``policy``: a policy from :func:`load_policy`, or its directory.
+    """
+    if isinstance(policy, (str, os.PathLike)):
+        policy = load_policy(policy)
     results, frames = [], []
     for episode in range(episodes):
         timestep = env.reset()
@@ -31,12 +42,9 @@ def play(policy_dir, env, episodes, max_steps_per_episode=500, record_first=Fals
     return results, frames
 
 
-def policy_observation_spec(policy_dir):
-    """The ``tf.TensorSpec`` of one batched observation in a PolicySaver policy's signature."""
-    import tensorflow as tf
-    import tensorflow_probability  # noqa: F401
-
-    _, inputs = tf.saved_model.load(policy_dir).signatures["action"].structured_input_signature
+def policy_observation_spec(policy):
+    """The ``tf.TensorSpec`` of one batched observation in a loaded policy's signature."""
+    _, inputs = policy.signatures["action"].structured_input_signature
     (spec,) = [s for s in inputs.values() if s.name.endswith("observation")]
     return spec
 

@@ -107,8 +107,10 @@ def export_policies(tf_agent, policies_dir, train_step):
     ``policies_dir/checkpoints``; a SavedModel loaded from ``policies_dir/collect_policy`` would
     act with untrained weights. This replaces ``policy``, ``collect_policy`` and
     ``greedy_policy`` under ``policies_dir`` by exports of the current weights (each written
-    next to the old one first, so an interrupted export never leaves a half-written policy).
+    next to the old one first, so an interrupted export never leaves a half-written policy),
+    and writes the raw policy's checkpoint of this step where the trigger writes its own.
     """
+    tf_agent.post_process_policy()  # what the trigger does before saving (a no-op here)
     raw = tf_agent.policy
     if isinstance(raw, greedy_policy.GreedyPolicy):
         raw = raw.wrapped_policy
@@ -116,12 +118,17 @@ def export_policies(tf_agent, policies_dir, train_step):
                 learner.COLLECT_POLICY_SAVED_MODEL_DIR: tf_agent.collect_policy,
                 learner.GREEDY_POLICY_SAVED_MODEL_DIR: greedy_policy.GreedyPolicy(raw)}
     for name, policy in policies.items():
+        saver = policy_saver.PolicySaver(policy, train_step=train_step)
         path = os.path.join(policies_dir, name)
         partial = path + ".partial"
         shutil.rmtree(partial, ignore_errors=True)
-        policy_saver.PolicySaver(policy, train_step=train_step).save(partial)
+        saver.save(partial)
         shutil.rmtree(path, ignore_errors=True)
         os.replace(partial, path)
+        if name == learner.RAW_POLICY_SAVED_MODEL_DIR:
+            saver.save_checkpoint(os.path.join(
+                policies_dir, learner.POLICY_CHECKPOINT_DIR,
+                f"policy_checkpoint_{int(train_step.numpy()):010d}"))
 
 
 def _solve_rate(episodes):
@@ -407,11 +414,7 @@ def train_eval(
             preset_kwargs["room_size"] = env_kwargs["room_size"]
         test_rates[preset] = run_eval(step, name=preset, level_kwargs=preset_kwargs)
     # PolicySaver exports of the raw, collect (sampling) and greedy policies with the final
-    # weights (and, as TF-Agents lays them out, a policy checkpoint of the final step), and the
-    # Keras 3 model.
-    saver_trigger = triggers.PolicySavedModelTrigger(policies_dir, tf_agent, train_step,
-                                                     interval=1)
-    saver_trigger(step, force_trigger=True)
+    # weights and a policy checkpoint of the final step, and the Keras 3 model.
     export_policies(tf_agent, policies_dir, train_step)
     keras_model_dir = os.path.join(root_dir, "keras_model")
     network.keras_model.export(keras_model_dir, verbose=False)

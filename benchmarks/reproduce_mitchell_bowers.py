@@ -224,7 +224,7 @@ def main(argv):
                                                  models=FLAGS.table2_models)
         raw["table2"] = {f"{c}/{m}": v for (c, m), v in results.items()}
         settings = ", ".join(f"{k}={v}" for k, v in protocol.items() if k != "seeds")
-        for model, changes in MODEL_PROTOCOLS[FLAGS.protocol].items():
+        for model in MODEL_PROTOCOLS[FLAGS.protocol]:
             changes = model_settings(FLAGS.protocol, model)
             settings += f"; {NAMES[model]}: " + ", ".join(
                 f"{k}={v}" for k, v in changes.items() if protocol.get(k) != v)

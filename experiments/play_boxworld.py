@@ -31,11 +31,13 @@ def main(argv):
     from keras_relational import environments
     from keras_relational.agents.play import (
         check_environment_matches,
+        load_policy,
         play,
         policy_observation_spec,
     )
 
-    policy_spec = policy_observation_spec(FLAGS.policy_dir)
+    policy = load_policy(FLAGS.policy_dir)
+    policy_spec = policy_observation_spec(policy)
     if FLAGS.env == "original":
         observation_type = FLAGS.observation_type or (
             "rgb" if policy_spec.dtype == "uint8" else "one_hot")
@@ -46,7 +48,7 @@ def main(argv):
     else:
         env = environments.BridgeBoxWorld(seed=FLAGS.seed)
     check_environment_matches(policy_spec, env)
-    results, frames = play(FLAGS.policy_dir, env, FLAGS.episodes, FLAGS.max_steps_per_episode,
+    results, frames = play(policy, env, FLAGS.episodes, FLAGS.max_steps_per_episode,
                            record_first=bool(FLAGS.gif))
     for i, r in enumerate(results):
         print(f"episode {i}: return {r['episode_return']:.1f}, {r['steps']} steps, "

@@ -104,7 +104,7 @@ def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(vocab_size, embedding_size, embeddings_initializer="glorot_uniform",
                                name="embedding")(inputs)
-    penalise = shift_entropy_cost > 0
+    penalise = bool(shift_entropy_cost)  # a negative or NaN cost reaches the layer's check
     h = ConvStackMemory(units, stack_depth=stack_depth, write_mode=write_mode,
                         return_sequences=True, return_filters=penalise,
                         name="conv_stack_memory")(x)

@@ -288,3 +288,5 @@ def test_shift_entropy_penalty_is_the_masked_mean_filter_entropy(tmp_path):
     np.testing.assert_allclose(float(reloaded.losses[0]), float(loss), rtol=1e-5)
     with pytest.raises(ValueError, match="cost"):
         symmetry.ShiftEntropyPenalty(-1.0)
+    with pytest.raises(ValueError, match="cost=-0.1"):  # not silently trained without it
+        symmetry.conv_stack_lstm(write_mode="embedding_on_push", shift_entropy_cost=-0.1)
