@@ -1,9 +1,14 @@
+import json
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from keras import ops
-from layer_contract import run_layer_contract
+from layer_contract import check_fresh_process, check_jit_fit_step, run_layer_contract
 
 import keras_relational
 from keras_relational.environments import palindromes
@@ -290,3 +295,41 @@ def test_shift_entropy_penalty_is_the_masked_mean_filter_entropy(tmp_path):
         symmetry.ShiftEntropyPenalty(-1.0)
     with pytest.raises(ValueError, match="cost=-0.1"):  # not silently trained without it
         symmetry.conv_stack_lstm(write_mode="embedding_on_push", shift_entropy_cost=-0.1)
+
+
+_JAX_PENALTY_SCRIPT = """
+import json, sys
+import keras, numpy as np
+from keras_relational.models import symmetry  # noqa: F401  (registers ShiftEntropyPenalty)
+model = keras.saving.load_model(sys.argv[1])
+model(np.load(sys.argv[2]))
+print(json.dumps({"backend": keras.backend.backend(), "losses": [float(x) for x in model.losses]}))
+"""
+
+
+@pytest.mark.subprocess
+def test_shift_entropy_penalty_contract(tmp_path):
+    """The penalised model exports, reloads under JAX with the same penalty, and fits with XLA."""
+    keras.utils.set_random_seed(4)
+    model = symmetry.conv_stack_lstm(write_mode="embedding_on_push", shift_entropy_cost=0.25)
+    tokens = np.concatenate([palindromes.encode(np.array([half]), max_len=12)["inputs"]
+                             for half in ([1, 2, 3], [4, 1])]).astype("int32")
+    model(tokens)
+    (tf_loss,) = (float(x) for x in model.losses)
+    # SavedModel (serve endpoint) and JAX-backend logits in a fresh process.
+    check_fresh_process(model, tokens, tmp_path, extra_imports=["keras_relational.models.symmetry"])
+    # The penalty itself under JAX: same value from the reloaded .keras file.
+    np.save(tmp_path / "tokens.npy", tokens)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    result = subprocess.run([sys.executable, "-c", _JAX_PENALTY_SCRIPT,
+                             str(tmp_path / "contract_model.keras"), str(tmp_path / "tokens.npy")],
+                            env=env, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                                os.path.abspath(__file__)))),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+    produced = json.loads(result.stdout.strip().splitlines()[-1])
+    assert produced["backend"] == "jax"
+    np.testing.assert_allclose(produced["losses"], [tf_loss], rtol=1e-5)
+    # One jit_compile fit step trains with the penalty in the loss.
+    check_jit_fit_step(model, tokens)
