@@ -299,17 +299,29 @@ def test_shift_entropy_penalty_is_the_masked_mean_filter_entropy(tmp_path):
 
 _JAX_PENALTY_SCRIPT = """
 import json, sys
-import keras, numpy as np
+import jax, keras, numpy as np
 from keras_relational.models import symmetry  # noqa: F401  (registers ShiftEntropyPenalty)
 model = keras.saving.load_model(sys.argv[1])
-model(np.load(sys.argv[2]))
-print(json.dumps({"backend": keras.backend.backend(), "losses": [float(x) for x in model.losses]}))
+data = np.load(sys.argv[2])
+tokens, targets = data["tokens"], data["targets"]
+model(tokens)
+losses = [float(x) for x in model.losses]
+trainable = [v.value for v in model.trainable_variables]
+non_trainable = [v.value for v in model.non_trainable_variables]
+def total_loss(trainable):
+    logits, _, penalties = model.stateless_call(trainable, non_trainable, tokens, training=True,
+                                                return_losses=True)
+    return keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True).mean() \\
+        + sum(penalties)
+gradients = jax.grad(total_loss)(trainable)
+np.savez(sys.argv[3], *[np.asarray(g) for g in gradients])
+print(json.dumps({"backend": keras.backend.backend(), "losses": losses}))
 """
 
 
 @pytest.mark.subprocess
 def test_shift_entropy_penalty_contract(tmp_path):
-    """The penalised model exports, reloads under JAX with the same penalty, and fits with XLA."""
+    """The penalised model exports, reloads under JAX with the same penalty and gradients, fits."""
     keras.utils.set_random_seed(4)
     model = symmetry.conv_stack_lstm(write_mode="embedding_on_push", shift_entropy_cost=0.25)
     tokens = np.concatenate([palindromes.encode(np.array([half]), max_len=12)["inputs"]
@@ -318,12 +330,21 @@ def test_shift_entropy_penalty_contract(tmp_path):
     (tf_loss,) = (float(x) for x in model.losses)
     # SavedModel (serve endpoint) and JAX-backend logits in a fresh process.
     check_fresh_process(model, tokens, tmp_path, extra_imports=["keras_relational.models.symmetry"])
-    # The penalty itself under JAX: same value from the reloaded .keras file.
-    np.save(tmp_path / "tokens.npy", tokens)
+    # The penalty and the training gradients under JAX equal TensorFlow's (same weights): the
+    # backends train the same model.
+    targets = np.random.RandomState(0).randint(0, 7, size=tokens.shape)
+    with tf.GradientTape() as tape:
+        logits = model(tokens, training=True)
+        total = ops.mean(keras.losses.sparse_categorical_crossentropy(
+            targets, logits, from_logits=True)) + sum(model.losses)
+    tf_gradients = [tf.convert_to_tensor(g).numpy()
+                    for g in tape.gradient(total, model.trainable_variables)]
+    np.savez(tmp_path / "data.npz", tokens=tokens, targets=targets)
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TF_USE_LEGACY_KERAS", None)
     result = subprocess.run([sys.executable, "-c", _JAX_PENALTY_SCRIPT,
-                             str(tmp_path / "contract_model.keras"), str(tmp_path / "tokens.npy")],
+                             str(tmp_path / "contract_model.keras"), str(tmp_path / "data.npz"),
+                             str(tmp_path / "jax_gradients.npz")],
                             env=env, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
                                 os.path.abspath(__file__)))),
                             capture_output=True, text=True, timeout=300)
@@ -331,5 +352,11 @@ def test_shift_entropy_penalty_contract(tmp_path):
     produced = json.loads(result.stdout.strip().splitlines()[-1])
     assert produced["backend"] == "jax"
     np.testing.assert_allclose(produced["losses"], [tf_loss], rtol=1e-5)
+    jax_gradients = np.load(tmp_path / "jax_gradients.npz")
+    assert len(jax_gradients.files) == len(tf_gradients) == 7
+    for i, (variable, expected) in enumerate(zip(model.trainable_variables, tf_gradients,
+                                                 strict=True)):
+        np.testing.assert_allclose(jax_gradients[f"arr_{i}"], expected, rtol=1e-4,
+                                   atol=1e-6 * np.abs(expected).max(), err_msg=variable.path)
     # One jit_compile fit step trains with the penalty in the loss.
     check_jit_fit_step(model, tokens)
