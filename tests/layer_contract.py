@@ -104,6 +104,22 @@ def check_jit_fit_step(model, input_data, seed=0):
     assert changed > 0, "no weight changed after one jit_compile fit step"
 
 
+def run_fresh_process(args, backend):
+    """Runs ``python *args`` in a fresh process under the Keras ``backend`` (CPU, Keras 3).
+
+    ``tests/`` is on its path and the repository root is its working directory. Fails the test
+    with the process's output if it exits with an error; returns the ``CompletedProcess``.
+    """
+    env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, *args], env=env, cwd=_REPO_ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, (
+        f"fresh process failed:\n{result.stdout}\n{result.stderr[-4000:]}")
+    return result
+
+
 def check_fresh_process(model, input_data, tmp_path, atol=1e-5, jax=True, saved_model=True,
                         extra_imports=()):
     """SavedModel reload (tf.saved_model.load) and JAX-backend forward pass in one fresh process.
@@ -126,14 +142,7 @@ def check_fresh_process(model, input_data, tmp_path, atol=1e-5, jax=True, saved_
     job_path = os.path.join(tmp_path, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    env = dict(os.environ, KERAS_BACKEND="jax" if jax else "tensorflow", JAX_PLATFORMS="cpu",
-               TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
-    result = subprocess.run([sys.executable, _FRESH_PROCESS_SCRIPT, job_path], env=env,
-                            cwd=_REPO_ROOT, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, (
-        f"fresh process failed:\n{result.stdout}\n{result.stderr[-4000:]}")
+    run_fresh_process([_FRESH_PROCESS_SCRIPT, job_path], backend="jax" if jax else "tensorflow")
     produced = np.load(job["outputs"])
     kinds = (["saved_model"] if saved_model else []) + (["jax"] if jax else [])
     if jax:

@@ -1,14 +1,16 @@
 import json
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from keras import ops
-from layer_contract import check_fresh_process, check_jit_fit_step, run_layer_contract
+from layer_contract import (
+    check_fresh_process,
+    check_jit_fit_step,
+    run_fresh_process,
+    run_layer_contract,
+)
 
 import keras_relational
 from keras_relational.environments import palindromes
@@ -340,15 +342,9 @@ def test_shift_entropy_penalty_contract(tmp_path):
     tf_gradients = [tf.convert_to_tensor(g).numpy()
                     for g in tape.gradient(total, model.trainable_variables)]
     np.savez(tmp_path / "data.npz", tokens=tokens, targets=targets)
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    result = subprocess.run([sys.executable, "-c", _JAX_PENALTY_SCRIPT,
-                             str(tmp_path / "contract_model.keras"), str(tmp_path / "data.npz"),
-                             str(tmp_path / "jax_gradients.npz")],
-                            env=env, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                                os.path.abspath(__file__)))),
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-4000:]
+    result = run_fresh_process(["-c", _JAX_PENALTY_SCRIPT, str(tmp_path / "contract_model.keras"),
+                                str(tmp_path / "data.npz"), str(tmp_path / "jax_gradients.npz")],
+                               backend="jax")
     produced = json.loads(result.stdout.strip().splitlines()[-1])
     assert produced["backend"] == "jax"
     np.testing.assert_allclose(produced["losses"], [tf_loss], rtol=1e-5)
