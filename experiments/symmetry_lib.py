@@ -230,7 +230,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            restart_threshold=0.9, restart_epoch=4, max_restarts=10,
                            restart_baseline=False, n_per_length=20000, long_n_per_length=3333,
                            data_seed=0, data=None, early_stopping=False, patience=1,
-                           stop_score=1.0, select_on_long_dev=False, steps_per_execution=10,
+                           stop_score=1.0, select_on_long_dev=False, min_epochs=1,
+                           steps_per_execution=10,
                            model_cache=None, tensorboard=True, export=True, verbose=0,
                            distribution_strategy="default"):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
@@ -244,14 +245,15 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     paper's gated write. ``shift_entropy_cost`` (conv stack only; the paper's is 0) adds that
     multiple of the mean entropy of the stacks' push / stay / pop filters to the loss
     (``symmetry.conv_stack_lstm``). ``condition="nesting"`` retrains on strings with at most 4
-    ``a``
-    (the "N_A > 2" column). ``data`` may pass ready splits (see ``palindrome_data``).
-    ``early_stopping`` (not the paper's: it keeps the last epoch) scores every epoch after the
-    restart check by the dev string accuracy (with ``select_on_long_dev``, the minimum of it and
-    the long-dev one), stops once the score reaches ``stop_score`` or has not improved for
-    ``patience`` epochs, or after ``epochs``, and restores the best-scoring (earliest on ties)
-    weights. Only dev splits are used, never a test split; the returned dict then also holds
-    ``selection_scores`` (one per scored epoch), ``selected_epoch`` and ``stopped_epoch``.
+    ``a`` (the "N_A > 2" column). ``data`` may pass ready splits (see ``palindrome_data``).
+    ``early_stopping`` (not the paper's: it keeps the last epoch) scores every epoch from the
+    restart check or ``min_epochs``, whichever is later, by the dev string accuracy (with
+    ``select_on_long_dev``, the minimum of it and the long-dev one), stops once the score
+    reaches ``stop_score`` or has not improved for ``patience`` epochs (``None``: no patience
+    limit), or after ``epochs``, and restores the best-scoring (earliest on ties) weights. Only
+    dev splits are used, never a test split; the returned dict then also holds
+    ``selection_scores`` (one per scored epoch), ``first_scored_epoch``, ``selected_epoch`` and
+    ``stopped_epoch``.
     ``model_cache`` (a dict shared between calls) keeps compiled models: a later run or restart
     with the same settings copies its fresh initial weights into the cached model and zeroes the
     optimizer state instead of compiling again (the XLA compile costs more than an epoch here).
@@ -263,6 +265,12 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         ``token_accuracy``, ``by_length`` for long), ``restarts``, ``dev_accuracy_at_restart_epoch``
         per attempt and ``seconds``.
     """
+    if isinstance(min_epochs, bool) or not isinstance(min_epochs, int) or min_epochs < 1:
+        raise ValueError(f"min_epochs must be a positive int, received min_epochs={min_epochs!r}.")
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
+                                 or patience < 1):
+        raise ValueError(f"patience must be a positive int or None (no patience limit), "
+                         f"received patience={patience!r}.")
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     start = time.time()
     if data is None:
@@ -307,6 +315,10 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     selection = {}
     if early_stopping:
         fit_kwargs.pop("validation_data")
+        if min_epochs > first:  # trained on without scoring: the earlier epochs are not kept
+            net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                    epochs=min(min_epochs, epochs), initial_epoch=first, **fit_kwargs)
+            first = min(min_epochs, epochs)
         selection = _fit_with_early_stopping(net, train, data, first, epochs, patience,
                                              stop_score, select_on_long_dev, fit_kwargs)
     elif first < epochs:
@@ -350,7 +362,8 @@ def _fit_with_early_stopping(net, train, data, first, epochs, patience, stop_sco
     epoch = first
     best_score, best_epoch, best_weights = score(), epoch, net.get_weights()
     scores = [best_score]
-    while epoch < epochs and best_score < stop_score and epoch - best_epoch < patience:
+    while (epoch < epochs and best_score < stop_score
+           and (patience is None or epoch - best_epoch < patience)):
         net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
                 epochs=epoch + 1, initial_epoch=epoch, **fit_kwargs)
         epoch += 1

@@ -36,7 +36,12 @@ flags.DEFINE_bool("restart_baseline", False, "Apply the restart rule to the LSTM
 flags.DEFINE_bool("early_stopping", False, "Keep the best dev epoch and stop once the dev string "
                   "accuracy reaches --stop_score (not the paper's: it keeps the last epoch).")
 flags.DEFINE_float("stop_score", 1.0, "Dev string accuracy at which early stopping stops.")
-flags.DEFINE_integer("patience", 1, "Early stopping: epochs without dev improvement.")
+flags.DEFINE_integer("patience", 1, "Early stopping: epochs without dev improvement (0: no "
+                     "limit, train until stop_score or the last epoch).")
+flags.DEFINE_integer("min_epochs", 1, "Early stopping scores epochs from this one on (and from "
+                     "the restart check).")
+flags.DEFINE_bool("select_on_long_dev", False, "Early stopping scores each epoch by the minimum "
+                  "of the dev and the long-dev string accuracy (both dev splits).")
 flags.DEFINE_integer("n_per_length", 20000, "Strings drawn per in-domain length (paper: 20000).")
 flags.DEFINE_integer("long_n_per_length", 3333, "Long test strings per length (paper: 3333).")
 flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
@@ -89,7 +94,8 @@ def main(argv):
                   restart_epoch=FLAGS.restart_epoch,
                   max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
                   early_stopping=FLAGS.early_stopping, stop_score=FLAGS.stop_score,
-                  patience=FLAGS.patience,
+                  patience=FLAGS.patience or None, select_on_long_dev=FLAGS.select_on_long_dev,
+                  min_epochs=FLAGS.min_epochs,
                   export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:

@@ -76,14 +76,40 @@ def test_early_stopping_restores_the_best_dev_epoch(tmp_path):
     result = symmetry_lib.palindromes_train_eval(
         str(root_dir), model="conv_stack", condition="nesting", seed=0, epochs=3,
         batch_size=32, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
-        patience=3, stop_score=1.01, select_on_long_dev=True, tensorboard=False, data=data)
+        patience=None, stop_score=1.01, select_on_long_dev=True, tensorboard=False, data=data)
     scores = result["selection_scores"]
-    assert result["stopped_epoch"] == 3 and len(scores) == 3  # stop_score > 1: never stops early
+    # stop_score > 1 and no patience limit: it never stops early
+    assert result["stopped_epoch"] == 3 and len(scores) == 3
     assert result["selected_epoch"] == 1 + int(np.argmax(scores))  # earliest best epoch
     net = keras.saving.load_model(root_dir / "model.keras")
     restored = min(symmetry_lib.evaluate_split(net, data[name])["string_accuracy"]
                    for name in ("dev", "long_dev"))
     assert restored == pytest.approx(max(scores))
+
+
+def test_early_stopping_scores_from_min_epochs(tmp_path):
+    result = symmetry_lib.palindromes_train_eval(
+        str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=4, min_epochs=3,
+        batch_size=64, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
+        stop_score=0.0, select_on_long_dev=True, tensorboard=False, export=False,
+        data=_tiny_nesting_data())
+    # epochs 1-2 trained unscored; any score reaches stop_score 0, so it stops at epoch 3
+    assert result["first_scored_epoch"] == 3 and len(result["selection_scores"]) == 1
+    assert result["selected_epoch"] == result["stopped_epoch"] == 3
+
+
+@pytest.mark.parametrize("min_epochs", [0, 2.0, True])
+def test_invalid_min_epochs_is_named(tmp_path, min_epochs):
+    with pytest.raises(ValueError, match=f"min_epochs must .*received min_epochs={min_epochs!r}"):
+        symmetry_lib.palindromes_train_eval(str(tmp_path), early_stopping=True,
+                                            min_epochs=min_epochs, data=_tiny_nesting_data())
+
+
+@pytest.mark.parametrize("patience", [0, -1, 1.5, True])
+def test_invalid_patience_is_named(tmp_path, patience):
+    with pytest.raises(ValueError, match=f"patience must be .*received patience={patience!r}"):
+        symmetry_lib.palindromes_train_eval(str(tmp_path), early_stopping=True,
+                                            patience=patience, data=_tiny_nesting_data())
 
 
 def test_model_cache_reruns_match_fresh_runs(tmp_path):
