@@ -25,6 +25,8 @@ class ConvStackMemory(keras.layers.RNN):
         return_filters: also return the ``3N`` filter taps per step after ``h`` (for plotting).
         return_memory: also return the flattened ``D*N`` memory per step (for plotting).
         kernel_initializer, bias_initializer: see the cell.
+        straight_through: hard one-hot push / stay / pop in the forward pass, softmax gradients
+            (straight-through estimator; not in the paper). See the cell.
         return_sequences, return_state, go_backwards, stateful, unroll: as ``keras.layers.RNN``.
         **kwargs: other ``keras.layers.RNN`` / ``Layer`` arguments.
 
@@ -51,12 +53,13 @@ class ConvStackMemory(keras.layers.RNN):
     def __init__(self, units, stack_depth=20, write_mode="gated", return_filters=False,
                  return_memory=False, kernel_initializer="glorot_uniform", bias_initializer=None,
                  return_sequences=False, return_state=False, go_backwards=False, stateful=False,
-                 unroll=False, **kwargs):
+                 unroll=False, straight_through=False, **kwargs):
         cell_kwargs = {k: kwargs.pop(k) for k in ("dtype",) if k in kwargs}
         cell = ConvStackMemoryCell(
             units, stack_depth=stack_depth, write_mode=write_mode, return_filters=return_filters,
             return_memory=return_memory, kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer, name="conv_stack_memory_cell", **cell_kwargs)
+            bias_initializer=bias_initializer, straight_through=straight_through,
+            name="conv_stack_memory_cell", **cell_kwargs)
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                          **cell_kwargs, **kwargs)
@@ -66,13 +69,14 @@ class ConvStackMemory(keras.layers.RNN):
     write_mode = property(lambda self: self.cell.write_mode)
     return_filters = property(lambda self: self.cell.return_filters)
     return_memory = property(lambda self: self.cell.return_memory)
+    straight_through = property(lambda self: self.cell.straight_through)
 
     def get_config(self):
         config = super().get_config()
         del config["cell"]
         cell_config = self.cell.get_config()
         for key in ("units", "stack_depth", "write_mode", "return_filters", "return_memory",
-                    "kernel_initializer", "bias_initializer"):
+                    "kernel_initializer", "bias_initializer", "straight_through"):
             config[key] = cell_config[key]
         return config
 

@@ -86,6 +86,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
 
         g   = concat(h, x_t)                                        # (1)
         F   = softmax(reshape(g @ W_f + b_f, [B, N, 3]), axis=-1)   # (2) push/stay/pop per stack
+              (one_hot(argmax F) in the forward pass with ``straight_through``)
         o   = sigmoid(g @ W_o + b_o)                                # (4)
         "gated" (paper, default):
             i  = sigmoid(g @ W_i + b_i) * tanh(g @ W_c + b_c)       # (3)
@@ -107,7 +108,12 @@ class ConvStackMemoryCell(keras.layers.Layer):
         stack_depth: D, cells per stack. Paper: 20.
         write_mode: ``"gated"`` (paper eqs. 3 and 6, default) or ``"embedding_on_push"`` (the
             authors' public code: the raw input is written on the push branch; needs M == N).
-        return_filters: also output the filters ``F`` flattened to ``3N`` (stack-major) after h.
+        straight_through: if True, the forward pass uses hard one-hot (argmax) push / stay /
+            pop filters and the gradient is the softmax's (straight-through estimator, Bengio
+            et al., 2013): every stack moves by exactly one cell or stays, a discrete push-down
+            automaton. Not in the paper. Default False (the paper's soft filters).
+        return_filters: also output the filters ``F`` flattened to ``3N`` (stack-major) after h
+            (the hard ones with ``straight_through``).
         return_memory: also output the new memory ``C`` flattened to ``D*N`` (after h and F).
         kernel_initializer: for ``W_f, W_i, W_c, W_o``. Default Glorot-uniform [code].
         bias_initializer: for ``b_f, b_i, b_c, b_o``. Default ``GlorotUniformBias`` [code].
@@ -119,7 +125,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
 
     def __init__(self, units, stack_depth=20, write_mode="gated", return_filters=False,
                  return_memory=False, kernel_initializer="glorot_uniform",
-                 bias_initializer=None, **kwargs):
+                 bias_initializer=None, straight_through=False, **kwargs):
         super().__init__(**kwargs)
         _checks.check_positive_int("ConvStackMemoryCell", "units", units)
         _checks.check_positive_int("ConvStackMemoryCell", "stack_depth", stack_depth)
@@ -129,6 +135,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
         self.write_mode = write_mode
         self.return_filters = bool(return_filters)
         self.return_memory = bool(return_memory)
+        self.straight_through = bool(straight_through)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(
             bias_initializer if bias_initializer is not None else GlorotUniformBias())
@@ -172,6 +179,9 @@ class ConvStackMemoryCell(keras.layers.Layer):
         z = ops.matmul(g, kernel) + bias
         n = self.units
         filters = ops.softmax(ops.reshape(z[:, :3 * n], (-1, n, 3)), axis=-1)
+        if self.straight_through:  # value: exactly one-hot; gradient: the softmax's
+            hard = ops.one_hot(ops.argmax(filters, axis=-1), 3, dtype=filters.dtype)
+            filters = hard + (filters - ops.stop_gradient(filters))
         output_gate = ops.sigmoid(z[:, 3 * n:4 * n])
         write = None
         if self.write_mode == "gated":
@@ -209,6 +219,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
             "write_mode": self.write_mode,
             "return_filters": self.return_filters,
             "return_memory": self.return_memory,
+            "straight_through": self.straight_through,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
         })

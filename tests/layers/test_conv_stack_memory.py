@@ -150,13 +150,16 @@ def test_scripted_controller_recalls_palindromes():
         np.testing.assert_array_equal(reads[k], 0.0)  # empty stack -> end of string
 
 
-@pytest.mark.parametrize("write_mode", ["gated", "embedding_on_push"])
-def test_cell_matches_numpy_reference(write_mode):
-    """Spec Sec. 2.2 reference forward pass, with the layer's own weights."""
+@pytest.mark.parametrize("write_mode,straight_through", [
+    ("gated", False), ("embedding_on_push", False), ("gated", True), ("embedding_on_push", True)])
+def test_cell_matches_numpy_reference(write_mode, straight_through):
+    """Spec Sec. 2.2 reference forward pass, with the layer's own weights (with
+    ``straight_through``, the same with one-hot argmax filters)."""
     rng = np.random.RandomState(7)
     x = rng.normal(size=(B, 5, N)).astype("float32")
     layer = keras_relational.ConvStackMemory(N, stack_depth=D, write_mode=write_mode,
-                                             return_sequences=True)
+                                             return_sequences=True,
+                                             straight_through=straight_through)
     out = np.asarray(layer(x))
     cell = layer.cell
     p = {name: np.asarray(getattr(cell, name)) for name in
@@ -174,6 +177,8 @@ def test_cell_matches_numpy_reference(write_mode):
         g = np.concatenate([h, x[:, t]], -1)
         f = (g @ p["filter_kernel"] + p["filter_bias"]).reshape(B, N, 3)
         f = np.exp(f) / np.exp(f).sum(-1, keepdims=True)
+        if straight_through:
+            f = np.eye(3, dtype="float32")[f.argmax(-1)]
         o = sig(g @ p["output_kernel"] + p["output_bias"])
         if write_mode == "gated":
             i = sig(g @ p["input_kernel"] + p["input_bias"]) * np.tanh(
@@ -238,6 +243,28 @@ def test_parameter_counts_and_gradients():
         assert np.isfinite(grad).all() and np.abs(grad).max() > 0, variable.path
 
 
+def test_straight_through_moves_stacks_by_whole_cells_and_trains_the_filters():
+    keras.utils.set_random_seed(2)
+    x = np.random.RandomState(3).normal(size=(2, 6, N)).astype("float32")
+    layer = keras_relational.ConvStackMemory(N, stack_depth=D, return_sequences=True,
+                                             return_filters=True, return_memory=True,
+                                             straight_through=True)
+    with tf.GradientTape() as tape:
+        out = layer(x)
+        loss = ops.sum(ops.square(out[..., :N]))
+    filters = np.asarray(out[..., N:4 * N]).reshape(2, 6, N, 3)
+    np.testing.assert_array_equal(np.sort(filters, -1), np.broadcast_to([0, 0, 1], filters.shape))
+    kernel = layer.cell.filter_kernel
+    grad = np.asarray(tf.convert_to_tensor(tape.gradient(loss, kernel.value)))
+    assert np.isfinite(grad).all() and np.abs(grad).max() > 0  # the softmax's gradient
+    soft = keras_relational.ConvStackMemory.from_config(
+        dict(layer.get_config(), straight_through=False))
+    soft(x)
+    soft.set_weights(layer.get_weights())
+    assert not np.allclose(np.asarray(soft(x)), np.asarray(out))  # the hard path differs
+    assert layer.get_config()["straight_through"] is True
+
+
 def test_glorot_uniform_bias_limit():
     values = np.asarray(GlorotUniformBias(seed=0)((30,)))
     limit = np.sqrt(6 / 31)
@@ -255,12 +282,14 @@ def test_errors_name_the_argument():
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("write_mode", ["gated", "embedding_on_push"])
-def test_layer_contract(tmp_path, write_mode):
+@pytest.mark.parametrize("write_mode,straight_through", [
+    ("gated", False), ("embedding_on_push", False), ("gated", True)])
+def test_layer_contract(tmp_path, write_mode, straight_through):
     x = np.random.RandomState(9).normal(size=(2, 5, 4)).astype("float32")
     run_layer_contract(
         lambda: keras_relational.ConvStackMemory(4, stack_depth=6, write_mode=write_mode,
-                                                 return_sequences=True),
+                                                 return_sequences=True,
+                                                 straight_through=straight_through),
         x, tmp_path)
 
 
