@@ -207,7 +207,7 @@ def palindrome_data(condition="standard", n_per_length=20000, long_n_per_length=
 
 
 def build_sequence_model(model, write_mode="embedding_on_push", units=None, stack_depth=20,
-                         shift_entropy_cost=0.0):
+                         shift_entropy_cost=0.0, straight_through=False):
     """``"conv_stack"`` (10 stacks x 20) or ``"lstm"`` (100 units), embedding 10, vocabulary 7.
 
     ``shift_entropy_cost`` applies to ``"conv_stack"`` only (see ``symmetry.conv_stack_lstm``).
@@ -215,10 +215,12 @@ def build_sequence_model(model, write_mode="embedding_on_push", units=None, stac
     if model == "conv_stack":
         return symmetry.conv_stack_lstm(units=units or 10, embedding_size=units or 10,
                                         stack_depth=stack_depth, write_mode=write_mode,
-                                        shift_entropy_cost=shift_entropy_cost)
-    if shift_entropy_cost:
-        raise ValueError(f"shift_entropy_cost applies to model='conv_stack' only, received "
-                         f"model={model!r} with shift_entropy_cost={shift_entropy_cost!r}.")
+                                        shift_entropy_cost=shift_entropy_cost,
+                                        straight_through=straight_through)
+    if shift_entropy_cost or straight_through:
+        raise ValueError(f"shift_entropy_cost and straight_through apply to model='conv_stack' "
+                         f"only, received model={model!r} with shift_entropy_cost="
+                         f"{shift_entropy_cost!r}, straight_through={straight_through!r}.")
     if model == "lstm":
         return symmetry.standard_lstm(units=units or 100)
     raise ValueError(f"model must be one of {SEQUENCE_MODELS}, received model={model!r}.")
@@ -231,7 +233,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            restart_baseline=False, n_per_length=20000, long_n_per_length=3333,
                            data_seed=0, data=None, early_stopping=False, patience=1,
                            stop_score=1.0, select_on_long_dev=False, min_epochs=1,
-                           steps_per_execution=10,
+                           straight_through_from_epoch=None, steps_per_execution=10,
                            model_cache=None, tensorboard=True, export=True, verbose=0,
                            distribution_strategy="default"):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
@@ -254,6 +256,10 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     dev splits are used, never a test split; the returned dict then also holds
     ``selection_scores`` (one per scored epoch), ``first_scored_epoch``, ``selected_epoch`` and
     ``stopped_epoch``.
+    ``straight_through_from_epoch=k`` (conv stack only; not the paper's) trains the first k
+    epochs with the paper's soft stack actions, then continues from the same weights and
+    optimizer state with hard ones (``ConvStackMemory(straight_through=True)``), which the
+    evaluation then uses too; k must be at least the restart-check epoch.
     ``model_cache`` (a dict shared between calls) keeps compiled models: a later run or restart
     with the same settings copies its fresh initial weights into the cached model and zeroes the
     optimizer state instead of compiling again (the XLA compile costs more than an epoch here).
@@ -271,6 +277,12 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                                  or patience < 1):
         raise ValueError(f"patience must be a positive int or None (no patience limit), "
                          f"received patience={patience!r}.")
+    if straight_through_from_epoch is not None and (
+            model != "conv_stack" or isinstance(straight_through_from_epoch, bool)
+            or not isinstance(straight_through_from_epoch, int) or straight_through_from_epoch < 1):
+        raise ValueError(f"straight_through_from_epoch must be None or a positive int, with "
+                         f"model='conv_stack'; received straight_through_from_epoch="
+                         f"{straight_through_from_epoch!r}, model={model!r}.")
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     start = time.time()
     if data is None:
@@ -280,28 +292,39 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     dev = pad_rows(trim(data["dev"], length), batch_size)
     loss = _sparse_ce("mean_with_sample_weight")
     use_rule = restart_threshold is not None and (model == "conv_stack" or restart_baseline)
+    if use_rule and straight_through_from_epoch is not None and (
+            straight_through_from_epoch < restart_epoch):
+        raise ValueError(f"straight_through_from_epoch ({straight_through_from_epoch}) must be at "
+                         f"least the restart-check epoch (restart_epoch={restart_epoch}).")
     attempt, attempts = 0, []
-    while True:
-        keras.utils.set_random_seed(seed + 1000 * attempt)
+
+    def compiled_model(straight_through=False):
+        """A freshly initialised, compiled model (the cached one, re-initialised, if any)."""
         with strategy.scope():
             net = build_sequence_model(model, write_mode=write_mode,
-                                       shift_entropy_cost=shift_entropy_cost)
-            cache_key = (model, write_mode, shift_entropy_cost, learning_rate, batch_size,
-                         steps_per_execution, len(train["inputs"]), id(strategy))
+                                       shift_entropy_cost=shift_entropy_cost,
+                                       straight_through=straight_through)
+            cache_key = (model, write_mode, shift_entropy_cost, straight_through, learning_rate,
+                         batch_size, steps_per_execution, len(train["inputs"]), id(strategy))
             if model_cache is not None and cache_key in model_cache:
-                net = _reinitialize(model_cache[cache_key], net)
-            else:
-                net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
-                            weighted_metrics=["accuracy"],
-                            **distribution_lib.compile_options(strategy, True,
-                                                               steps_per_execution))
-                if model_cache is not None:
-                    model_cache[cache_key] = net
+                return _reinitialize(model_cache[cache_key], net)
+            net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
+                        weighted_metrics=["accuracy"],
+                        **distribution_lib.compile_options(strategy, True, steps_per_execution))
+            if model_cache is not None:
+                model_cache[cache_key] = net
+            return net
+
+    while True:
+        keras.utils.set_random_seed(seed + 1000 * attempt)
+        net = compiled_model()
         callbacks = []
         if tensorboard:
             callbacks.append(keras.callbacks.TensorBoard(
                 os.path.join(root_dir, "tensorboard", f"attempt_{attempt}"), write_graph=False))
         first = min(restart_epoch if use_rule else 1 if early_stopping else epochs, epochs)
+        if straight_through_from_epoch is not None:  # the soft epochs end there at the latest
+            first = min(first, straight_through_from_epoch)
         fit_kwargs = dict(batch_size=batch_size, shuffle=True, callbacks=callbacks,
                           verbose=verbose,
                           validation_data=(dev["inputs"], dev["targets"], dev["mask"]))
@@ -312,6 +335,14 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         if not use_rule or dev_accuracy > restart_threshold or attempt >= max_restarts:
             break
         attempt += 1
+    if straight_through_from_epoch is not None:
+        if straight_through_from_epoch > first:
+            net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                    epochs=min(straight_through_from_epoch, epochs), initial_epoch=first,
+                    **fit_kwargs)
+            first = min(straight_through_from_epoch, epochs)
+        with strategy.scope():
+            net = _with_state_of(compiled_model(straight_through=True), net)
     selection = {}
     if early_stopping:
         fit_kwargs.pop("validation_data")
@@ -328,6 +359,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         "task": "palindromes", "model": model, "condition": condition, "seed": seed,
         "write_mode": write_mode if model == "conv_stack" else None, "epochs": epochs,
         "shift_entropy_cost": shift_entropy_cost,
+        "straight_through_from_epoch": straight_through_from_epoch,
         "restarts": attempt, "dev_accuracy_at_restart_epoch": attempts,
         "in_domain": evaluate_split(net, data["in_domain_test"]),
         "long": evaluate_split(net, data["long_test"], by_length=True),
@@ -348,6 +380,17 @@ def _reinitialize(net, fresh):
     for variable in net.optimizer.variables:
         if variable is not learning_rate:  # a constant rate is itself an optimizer variable
             variable.assign(keras.ops.zeros(variable.shape, variable.dtype))
+    return net
+
+
+def _with_state_of(net, source):
+    """``net`` (compiled, same architecture) with ``source``'s weights and optimizer state."""
+    net.set_weights(source.get_weights())
+    if not net.optimizer.built:
+        net.optimizer.build(net.trainable_variables)
+    for target, value in zip(net.optimizer.variables, source.optimizer.variables, strict=True):
+        # A copy: under JAX a shared buffer would be donated by the next train step of either.
+        target.assign(keras.ops.convert_to_numpy(value))
     return net
 
 

@@ -29,6 +29,9 @@ flags.DEFINE_enum("write_mode", "embedding_on_push", ["gated", "embedding_on_pus
                   "Stack write path: the paper's gated write or the authors' code variant.")
 flags.DEFINE_float("shift_entropy_cost", 0.0, "Conv stack LSTM only: weight of the mean entropy of "
                    "the stacks' push/stay/pop filters in the loss (paper: 0).")
+flags.DEFINE_integer("straight_through_from_epoch", None, "Conv stack LSTM only: epochs after "
+                     "this one use hard push/stay/pop actions with straight-through gradients "
+                     "(not the paper's; default: soft throughout).")
 flags.DEFINE_float("restart_threshold", 0.9, "Restart if dev token accuracy <= this; <0 disables.")
 flags.DEFINE_integer("restart_epoch", 4, "Epoch at which the restart rule is checked.")
 flags.DEFINE_integer("max_restarts", 10, "Cap on restarts per run.")
@@ -61,9 +64,9 @@ def run(root_dir, models, conditions, seeds, n_per_length=20000, long_n_per_leng
         summary[condition] = {}
         for model in models:
             runs = []
-            # The filter entropy penalty needs a stack: the LSTM trains without it.
-            model_kwargs = {k: v for k, v in kwargs.items()
-                            if model == "conv_stack" or k != "shift_entropy_cost"}
+            # The filter entropy penalty and hard stack actions need a stack: not for the LSTM.
+            model_kwargs = {k: v for k, v in kwargs.items() if model == "conv_stack"
+                            or k not in ("shift_entropy_cost", "straight_through_from_epoch")}
             for seed in range(seeds):
                 result = symmetry_lib.palindromes_train_eval(
                     os.path.join(root_dir, condition, model, f"seed_{seed}"), model=model,
@@ -96,6 +99,7 @@ def main(argv):
                   early_stopping=FLAGS.early_stopping, stop_score=FLAGS.stop_score,
                   patience=FLAGS.patience or None, select_on_long_dev=FLAGS.select_on_long_dev,
                   min_epochs=FLAGS.min_epochs,
+                  straight_through_from_epoch=FLAGS.straight_through_from_epoch,
                   export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:

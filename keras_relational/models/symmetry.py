@@ -91,7 +91,8 @@ class ShiftEntropyPenalty(keras.layers.Layer):
 
 
 def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
-                    write_mode="gated", shift_entropy_cost=0.0, name="conv_stack_lstm"):
+                    write_mode="gated", shift_entropy_cost=0.0, straight_through=False,
+                    name="conv_stack_lstm"):
     """Table II's convolutional LSTM: Embedding(M=10) -> ConvStackMemory(N=10, D=20) -> Dense(Y).
 
     ``[B, T]`` token ids -> ``[B, T, Y]`` logits. 1,407 parameters with the paper's sizes in
@@ -99,7 +100,9 @@ def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
     ``shift_entropy_cost`` > 0 (not the paper's, which is 0) adds that multiple of the mean
     entropy of the stacks' push / stay / pop filters over the non-padding steps to the training
     loss (:class:`ShiftEntropyPenalty`), a push towards discrete stack actions; the outputs and
-    the parameters are the same either way.
+    the parameters are the same either way. ``straight_through`` (not the paper's) makes the
+    stacks take hard push / stay / pop actions in the forward pass (``ConvStackMemory``); the
+    penalty then sees the hard filters.
     """
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(vocab_size, embedding_size, embeddings_initializer="glorot_uniform",
@@ -107,7 +110,7 @@ def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
     penalise = bool(shift_entropy_cost)  # a negative or NaN cost reaches the layer's check
     h = ConvStackMemory(units, stack_depth=stack_depth, write_mode=write_mode,
                         return_sequences=True, return_filters=penalise,
-                        name="conv_stack_memory")(x)
+                        straight_through=straight_through, name="conv_stack_memory")(x)
     if penalise:
         h = ShiftEntropyPenalty(shift_entropy_cost, name="shift_entropy_penalty")(
             h[..., :units], h[..., units:], inputs)

@@ -8,6 +8,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+from layer_contract import run_fresh_process
 
 from keras_relational.experiments import symmetry_lib
 
@@ -98,6 +99,49 @@ def test_early_stopping_scores_from_min_epochs(tmp_path):
     assert result["selected_epoch"] == result["stopped_epoch"] == 3
 
 
+def test_straight_through_continues_from_the_soft_epochs_state(tmp_path):
+    data = _tiny_nesting_data()
+    result = symmetry_lib.palindromes_train_eval(
+        str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=3,
+        batch_size=64, learning_rate=1e-2, restart_threshold=None, straight_through_from_epoch=2,
+        shift_entropy_cost=0.01, tensorboard=False, data=data)
+    assert result["straight_through_from_epoch"] == 2
+    net = keras.saving.load_model(tmp_path / "model.keras")
+    assert net.get_layer("conv_stack_memory").straight_through
+    steps = -(-len(data["train"]["inputs"]) // 64)
+    assert int(net.optimizer.iterations) == 3 * steps  # Adam's state carried over the switch
+    assert symmetry_lib.evaluate_split(net, data["nesting_test"]) == result["nesting"]
+    with pytest.raises(ValueError, match="model='conv_stack'.*model='lstm'"):
+        symmetry_lib.palindromes_train_eval(str(tmp_path), model="lstm", data=data,
+                                            straight_through_from_epoch=1)
+    with pytest.raises(ValueError, match=r"at least the restart-check epoch \(restart_epoch=4"):
+        symmetry_lib.palindromes_train_eval(str(tmp_path), data=data, restart_epoch=4,
+                                            straight_through_from_epoch=2)
+
+
+_JAX_STRAIGHT_THROUGH_REUSE = """
+from keras_relational.experiments import symmetry_lib
+data = symmetry_lib.palindrome_data("standard", n_per_length=60, long_n_per_length=5)
+cache = {}
+for seed in (0, 1):  # the second run re-uses both cached models after the first one's switch
+    result = symmetry_lib.palindromes_train_eval(
+        "unused", seed=seed, epochs=2, batch_size=64, learning_rate=1e-2,
+        restart_threshold=None, straight_through_from_epoch=1, model_cache=cache, data=data,
+        tensorboard=False, export=False)
+    assert result["straight_through_from_epoch"] == 1
+assert len(cache) == 2
+print("ok")
+"""
+
+
+@pytest.mark.subprocess
+def test_straight_through_switch_reuses_cached_models_under_jax():
+    # Under JAX a train step donates its state buffers: the switch must copy the optimizer
+    # state, not share it, or the cached soft model fails on its next run.
+    result = run_fresh_process(["-c", _JAX_STRAIGHT_THROUGH_REUSE], "jax")
+    assert result.stdout.strip().endswith("ok")
+
+
 @pytest.mark.parametrize("min_epochs", [0, 2.0, True])
 def test_invalid_min_epochs_is_named(tmp_path, min_epochs):
     with pytest.raises(ValueError, match=f"min_epochs must .*received min_epochs={min_epochs!r}"):
@@ -146,7 +190,7 @@ def test_metrics():
     ("train_palindromes", ["--models=conv_stack", "--conditions=standard", "--seeds=1",
                            "--epochs=1", "--n_per_length=100", "--long_n_per_length=10",
                            "--restart_epoch=1", "--batch_size=64", "--noexport",
-                           "--shift_entropy_cost=0.01"]),
+                           "--shift_entropy_cost=0.01", "--straight_through_from_epoch=1"]),
 ])
 def test_binary_runs(tmp_path, binary, flags):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -159,4 +203,5 @@ def test_binary_runs(tmp_path, binary, flags):
     summary = json.load(open(tmp_path / "summary.json"))
     assert summary
     if binary == "train_palindromes":  # the flag reaches the conv stack LSTM's training
-        assert summary["standard"]["conv_stack"]["runs"][0]["shift_entropy_cost"] == 0.01
+        run = summary["standard"]["conv_stack"]["runs"][0]
+        assert run["shift_entropy_cost"] == 0.01 and run["straight_through_from_epoch"] == 1
