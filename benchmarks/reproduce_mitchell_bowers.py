@@ -25,7 +25,10 @@ stack LSTM is scored from epoch 6 on (``--conv_stack_min_epochs``), at most 8 ep
 ``--protocol=straight_through`` trains the conv stack LSTM's first epoch (the restart check)
 with the paper's soft push / stay / pop filters and every later one with hard (one-hot) filters
 and the softmax's gradient (``ConvStackMemory(straight_through=True)``, not in the paper), and
-stops at the first epoch whose dev string accuracy is 100 % (at most 6), keeping it.
+stops at the first epoch whose dev string accuracy is 100 % (at most 6), keeping it; a run that
+does not get there is restarted (``restart_below_stop_score``, within the 10 restarts), keeping
+the best attempt if none does. ``--straight_through_from_epoch`` and
+``--straight_through_learning_rate`` change its switch epoch and hard-epoch learning rate.
 ``--protocol=paper`` restores every paper setting. The Keras backend is the environment's
 (``KERAS_BACKEND``); under ``KERAS_BACKEND=jax`` the runs take about half the time but draw
 other initial weights and batch orders (see the results file for both). Compiled models are
@@ -66,6 +69,12 @@ flags.DEFINE_integer("conv_stack_epochs", None, "Overrides the conv stack LSTM's
                      "number of epochs of the protocol (fast: 6, long_dev: 8, paper: 100).")
 flags.DEFINE_integer("conv_stack_min_epochs", None, "Overrides the first epoch at which early "
                      "stopping scores the conv stack LSTM (long_dev: 6).")
+flags.DEFINE_integer("straight_through_from_epoch", None, "Overrides the number of soft "
+                     "epochs before the conv stack LSTM's stack actions turn hard "
+                     "(straight_through protocol only).")
+flags.DEFINE_float("straight_through_learning_rate", None, "Adam's learning rate in the "
+                   "conv stack LSTM's hard epochs (straight_through protocol; default: the "
+                   "protocol's learning rate).")
 flags.DEFINE_enum("write_mode", "embedding_on_push", ["gated", "embedding_on_push"],
                   "Stack write path for Table II (spec Sec. 2.2: the code's variant by default).")
 
@@ -95,7 +104,8 @@ MODEL_PROTOCOLS = {
                                     shift_entropy_cost=FAST_SHIFT_ENTROPY_COST)},
     "straight_through": {"conv_stack": dict(
         epochs=FAST_CONV_STACK_EPOCHS, straight_through_from_epoch=1, stop_score=1.0,
-        patience=None, shift_entropy_cost=FAST_SHIFT_ENTROPY_COST)},
+        patience=None, restart_below_stop_score=True,
+        shift_entropy_cost=FAST_SHIFT_ENTROPY_COST)},
     "quick": {},
     "paper": {},
 }
@@ -160,6 +170,16 @@ def model_settings(protocol, model):
                                  f"conv stack LSTM's epochs (quick, long_dev), received "
                                  f"--protocol={protocol}.")
         settings["min_epochs"] = FLAGS.conv_stack_min_epochs
+    if model == "conv_stack" and FLAGS.straight_through_from_epoch is not None:
+        if "straight_through_from_epoch" not in settings:
+            raise app.UsageError(f"--straight_through_from_epoch needs "
+                                 f"--protocol=straight_through, received --protocol={protocol}.")
+        settings["straight_through_from_epoch"] = FLAGS.straight_through_from_epoch
+    if model == "conv_stack" and FLAGS.straight_through_learning_rate is not None:
+        if "straight_through_from_epoch" not in settings:
+            raise app.UsageError(f"--straight_through_learning_rate needs "
+                                 f"--protocol=straight_through, received --protocol={protocol}.")
+        settings["straight_through_learning_rate"] = FLAGS.straight_through_learning_rate
     if model == "conv_stack" and FLAGS.shift_entropy_cost is not None:
         settings["shift_entropy_cost"] = FLAGS.shift_entropy_cost
     if model != "conv_stack":

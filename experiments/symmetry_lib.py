@@ -233,7 +233,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            restart_baseline=False, n_per_length=20000, long_n_per_length=3333,
                            data_seed=0, data=None, early_stopping=False, patience=1,
                            stop_score=1.0, select_on_long_dev=False, min_epochs=1,
-                           straight_through_from_epoch=None, steps_per_execution=10,
+                           restart_below_stop_score=False, straight_through_from_epoch=None,
+                           straight_through_learning_rate=None, steps_per_execution=10,
                            model_cache=None, tensorboard=True, export=True, verbose=0,
                            distribution_strategy="default"):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
@@ -255,11 +256,16 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     limit), or after ``epochs``, and restores the best-scoring (earliest on ties) weights. Only
     dev splits are used, never a test split; the returned dict then also holds
     ``selection_scores`` (one per scored epoch), ``first_scored_epoch``, ``selected_epoch`` and
-    ``stopped_epoch``.
+    ``stopped_epoch``. ``restart_below_stop_score`` (needs ``early_stopping``; not the paper's)
+    also restarts an attempt whose best score stays below ``stop_score`` (sharing
+    ``max_restarts`` with the restart rule); if none reaches it, the best-scoring attempt is
+    kept. ``best_score_per_attempt`` then lists the attempts that got that far.
     ``straight_through_from_epoch=k`` (conv stack only; not the paper's) trains the first k
     epochs with the paper's soft stack actions, then continues from the same weights and
     optimizer state with hard ones (``ConvStackMemory(straight_through=True)``), which the
     evaluation then uses too; k must be at least the restart-check epoch.
+    ``straight_through_learning_rate`` (default: ``learning_rate``) is Adam's rate in those
+    hard epochs.
     ``model_cache`` (a dict shared between calls) keeps compiled models: a later run or restart
     with the same settings copies its fresh initial weights into the cached model and zeroes the
     optimizer state instead of compiling again (the XLA compile costs more than an epoch here).
@@ -283,6 +289,17 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         raise ValueError(f"straight_through_from_epoch must be None or a positive int, with "
                          f"model='conv_stack'; received straight_through_from_epoch="
                          f"{straight_through_from_epoch!r}, model={model!r}.")
+    if straight_through_learning_rate is not None and (
+            straight_through_from_epoch is None or isinstance(straight_through_learning_rate, bool)
+            or not isinstance(straight_through_learning_rate, (int, float))
+            or not straight_through_learning_rate > 0):
+        raise ValueError(f"straight_through_learning_rate must be None or a positive number, and "
+                         f"needs straight_through_from_epoch; received "
+                         f"straight_through_learning_rate={straight_through_learning_rate!r}, "
+                         f"straight_through_from_epoch={straight_through_from_epoch!r}.")
+    if restart_below_stop_score and not early_stopping:
+        raise ValueError("restart_below_stop_score=True needs early_stopping=True (the score is "
+                         "the early-stopping one); received early_stopping=False.")
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     start = time.time()
     if data is None:
@@ -315,51 +332,76 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                 model_cache[cache_key] = net
             return net
 
+    def trained_past_restart_check():
+        """Fresh attempts until one passes the restart rule (or restarts run out)."""
+        nonlocal attempt
+        while True:
+            keras.utils.set_random_seed(seed + 1000 * attempt)
+            net = compiled_model()
+            callbacks = []
+            if tensorboard:
+                callbacks.append(keras.callbacks.TensorBoard(
+                    os.path.join(root_dir, "tensorboard", f"attempt_{attempt}"),
+                    write_graph=False))
+            first = min(restart_epoch if use_rule else 1 if early_stopping else epochs, epochs)
+            if straight_through_from_epoch is not None:  # the soft epochs end there at the latest
+                first = min(first, straight_through_from_epoch)
+            fit_kwargs = dict(batch_size=batch_size, shuffle=True, callbacks=callbacks,
+                              verbose=verbose,
+                              validation_data=(dev["inputs"], dev["targets"], dev["mask"]))
+            history = net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                              epochs=first, **fit_kwargs)
+            dev_accuracy = float(history.history["val_accuracy"][-1])
+            attempts.append(dev_accuracy)
+            if not use_rule or dev_accuracy > restart_threshold or attempt >= max_restarts:
+                return net, first, fit_kwargs
+            attempt += 1
+
+    best_missed = None  # (score, weights, selection) of the best attempt below stop_score
+    attempt_scores = []
     while True:
-        keras.utils.set_random_seed(seed + 1000 * attempt)
-        net = compiled_model()
-        callbacks = []
-        if tensorboard:
-            callbacks.append(keras.callbacks.TensorBoard(
-                os.path.join(root_dir, "tensorboard", f"attempt_{attempt}"), write_graph=False))
-        first = min(restart_epoch if use_rule else 1 if early_stopping else epochs, epochs)
-        if straight_through_from_epoch is not None:  # the soft epochs end there at the latest
-            first = min(first, straight_through_from_epoch)
-        fit_kwargs = dict(batch_size=batch_size, shuffle=True, callbacks=callbacks,
-                          verbose=verbose,
-                          validation_data=(dev["inputs"], dev["targets"], dev["mask"]))
-        history = net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
-                          epochs=first, **fit_kwargs)
-        dev_accuracy = float(history.history["val_accuracy"][-1])
-        attempts.append(dev_accuracy)
-        if not use_rule or dev_accuracy > restart_threshold or attempt >= max_restarts:
+        net, first, fit_kwargs = trained_past_restart_check()
+        if straight_through_from_epoch is not None:
+            if straight_through_from_epoch > first:
+                net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                        epochs=min(straight_through_from_epoch, epochs), initial_epoch=first,
+                        **fit_kwargs)
+                first = min(straight_through_from_epoch, epochs)
+            with strategy.scope():
+                net = _with_state_of(compiled_model(straight_through=True), net)
+            net.optimizer.learning_rate.assign(straight_through_learning_rate or learning_rate)
+        selection = {}
+        if early_stopping:
+            fit_kwargs.pop("validation_data")
+            if min_epochs > first:  # trained on without scoring: the earlier epochs are not kept
+                net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                        epochs=min(min_epochs, epochs), initial_epoch=first, **fit_kwargs)
+                first = min(min_epochs, epochs)
+            selection = _fit_with_early_stopping(net, train, data, first, epochs, patience,
+                                                 stop_score, select_on_long_dev, fit_kwargs)
+        elif first < epochs:
+            net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                    epochs=epochs, initial_epoch=first, **fit_kwargs)
+        if not restart_below_stop_score:
             break
+        score = max(selection["selection_scores"])
+        attempt_scores.append(score)
+        if score >= stop_score or attempt >= max_restarts:
+            if best_missed is not None and best_missed[0] > score:  # never lose a better attempt
+                net.set_weights(best_missed[1])
+                selection = best_missed[2]
+            break
+        if best_missed is None or score > best_missed[0]:
+            best_missed = (score, net.get_weights(), selection)
         attempt += 1
-    if straight_through_from_epoch is not None:
-        if straight_through_from_epoch > first:
-            net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
-                    epochs=min(straight_through_from_epoch, epochs), initial_epoch=first,
-                    **fit_kwargs)
-            first = min(straight_through_from_epoch, epochs)
-        with strategy.scope():
-            net = _with_state_of(compiled_model(straight_through=True), net)
-    selection = {}
-    if early_stopping:
-        fit_kwargs.pop("validation_data")
-        if min_epochs > first:  # trained on without scoring: the earlier epochs are not kept
-            net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
-                    epochs=min(min_epochs, epochs), initial_epoch=first, **fit_kwargs)
-            first = min(min_epochs, epochs)
-        selection = _fit_with_early_stopping(net, train, data, first, epochs, patience,
-                                             stop_score, select_on_long_dev, fit_kwargs)
-    elif first < epochs:
-        net.fit(train["inputs"], train["targets"], sample_weight=train["mask"], epochs=epochs,
-                initial_epoch=first, **fit_kwargs)
+    if restart_below_stop_score:
+        selection["best_score_per_attempt"] = attempt_scores
     results = {
         "task": "palindromes", "model": model, "condition": condition, "seed": seed,
         "write_mode": write_mode if model == "conv_stack" else None, "epochs": epochs,
         "shift_entropy_cost": shift_entropy_cost,
         "straight_through_from_epoch": straight_through_from_epoch,
+        "straight_through_learning_rate": straight_through_learning_rate,
         "restarts": attempt, "dev_accuracy_at_restart_epoch": attempts,
         "in_domain": evaluate_split(net, data["in_domain_test"]),
         "long": evaluate_split(net, data["long_test"], by_length=True),

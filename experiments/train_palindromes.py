@@ -32,6 +32,8 @@ flags.DEFINE_float("shift_entropy_cost", 0.0, "Conv stack LSTM only: weight of t
 flags.DEFINE_integer("straight_through_from_epoch", None, "Conv stack LSTM only: epochs after "
                      "this one use hard push/stay/pop actions with straight-through gradients "
                      "(not the paper's; default: soft throughout).")
+flags.DEFINE_float("straight_through_learning_rate", None, "Conv stack LSTM only: Adam's "
+                   "learning rate in the hard epochs (default: --learning_rate).")
 flags.DEFINE_float("restart_threshold", 0.9, "Restart if dev token accuracy <= this; <0 disables.")
 flags.DEFINE_integer("restart_epoch", 4, "Epoch at which the restart rule is checked.")
 flags.DEFINE_integer("max_restarts", 10, "Cap on restarts per run.")
@@ -39,6 +41,9 @@ flags.DEFINE_bool("restart_baseline", False, "Apply the restart rule to the LSTM
 flags.DEFINE_bool("early_stopping", False, "Keep the best dev epoch and stop once the dev string "
                   "accuracy reaches --stop_score (not the paper's: it keeps the last epoch).")
 flags.DEFINE_float("stop_score", 1.0, "Dev string accuracy at which early stopping stops.")
+flags.DEFINE_bool("restart_below_stop_score", False, "Early stopping: also restart a run whose "
+                  "best dev score stays below --stop_score (sharing --max_restarts; the best "
+                  "attempt is kept if none reaches it).")
 flags.DEFINE_integer("patience", 1, "Early stopping: epochs without dev improvement (0: no "
                      "limit, train until stop_score or the last epoch).")
 flags.DEFINE_integer("min_epochs", 1, "Early stopping scores epochs from this one on (and from "
@@ -66,7 +71,8 @@ def run(root_dir, models, conditions, seeds, n_per_length=20000, long_n_per_leng
             runs = []
             # The filter entropy penalty and hard stack actions need a stack: not for the LSTM.
             model_kwargs = {k: v for k, v in kwargs.items() if model == "conv_stack"
-                            or k not in ("shift_entropy_cost", "straight_through_from_epoch")}
+                            or k not in ("shift_entropy_cost", "straight_through_from_epoch",
+                                         "straight_through_learning_rate")}
             for seed in range(seeds):
                 result = symmetry_lib.palindromes_train_eval(
                     os.path.join(root_dir, condition, model, f"seed_{seed}"), model=model,
@@ -100,6 +106,8 @@ def main(argv):
                   patience=FLAGS.patience or None, select_on_long_dev=FLAGS.select_on_long_dev,
                   min_epochs=FLAGS.min_epochs,
                   straight_through_from_epoch=FLAGS.straight_through_from_epoch,
+                  straight_through_learning_rate=FLAGS.straight_through_learning_rate,
+                  restart_below_stop_score=FLAGS.restart_below_stop_score,
                   export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:

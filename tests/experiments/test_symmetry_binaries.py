@@ -99,15 +99,37 @@ def test_early_stopping_scores_from_min_epochs(tmp_path):
     assert result["selected_epoch"] == result["stopped_epoch"] == 3
 
 
+def test_restart_below_stop_score_keeps_the_best_attempt(tmp_path):
+    data = _tiny_nesting_data()
+    result = symmetry_lib.palindromes_train_eval(
+        str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=2,
+        batch_size=64, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
+        patience=None, stop_score=1.01, restart_below_stop_score=True, max_restarts=2,
+        tensorboard=False, data=data)
+    per_attempt = result["best_score_per_attempt"]
+    # stop_score > 1 is never reached: every restart is used, the best attempt is kept
+    assert result["restarts"] == 2 and len(per_attempt) == 3
+    assert max(result["selection_scores"]) == max(per_attempt)
+    net = keras.saving.load_model(tmp_path / "model.keras")
+    assert symmetry_lib.evaluate_split(net, data["dev"])["string_accuracy"] == pytest.approx(
+        max(per_attempt))
+    with pytest.raises(ValueError, match="needs early_stopping=True"):
+        symmetry_lib.palindromes_train_eval(str(tmp_path), data=data,
+                                            restart_below_stop_score=True)
+
+
 def test_straight_through_continues_from_the_soft_epochs_state(tmp_path):
     data = _tiny_nesting_data()
     result = symmetry_lib.palindromes_train_eval(
         str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=3,
         batch_size=64, learning_rate=1e-2, restart_threshold=None, straight_through_from_epoch=2,
-        shift_entropy_cost=0.01, tensorboard=False, data=data)
+        straight_through_learning_rate=1e-3, shift_entropy_cost=0.01, tensorboard=False,
+        data=data)
     assert result["straight_through_from_epoch"] == 2
+    assert result["straight_through_learning_rate"] == 1e-3
     net = keras.saving.load_model(tmp_path / "model.keras")
     assert net.get_layer("conv_stack_memory").straight_through
+    assert float(net.optimizer.learning_rate) == pytest.approx(1e-3)
     steps = -(-len(data["train"]["inputs"]) // 64)
     assert int(net.optimizer.iterations) == 3 * steps  # Adam's state carried over the switch
     assert symmetry_lib.evaluate_split(net, data["nesting_test"]) == result["nesting"]
@@ -117,6 +139,12 @@ def test_straight_through_continues_from_the_soft_epochs_state(tmp_path):
     with pytest.raises(ValueError, match=r"at least the restart-check epoch \(restart_epoch=4"):
         symmetry_lib.palindromes_train_eval(str(tmp_path), data=data, restart_epoch=4,
                                             straight_through_from_epoch=2)
+    for rate, epoch in [(0.0, 1), (-1e-3, 1), ("1e-3", 1), (1e-3, None)]:
+        with pytest.raises(ValueError, match=f"received straight_through_learning_rate={rate!r}, "
+                                             f"straight_through_from_epoch={epoch!r}"):
+            symmetry_lib.palindromes_train_eval(str(tmp_path), data=data,
+                                                straight_through_from_epoch=epoch,
+                                                straight_through_learning_rate=rate)
 
 
 _JAX_STRAIGHT_THROUGH_REUSE = """
@@ -190,7 +218,9 @@ def test_metrics():
     ("train_palindromes", ["--models=conv_stack", "--conditions=standard", "--seeds=1",
                            "--epochs=1", "--n_per_length=100", "--long_n_per_length=10",
                            "--restart_epoch=1", "--batch_size=64", "--noexport",
-                           "--shift_entropy_cost=0.01", "--straight_through_from_epoch=1"]),
+                           "--shift_entropy_cost=0.01", "--straight_through_from_epoch=1",
+                           "--straight_through_learning_rate=0.002", "--early_stopping",
+                           "--restart_below_stop_score", "--stop_score=0", "--patience=0"]),
 ])
 def test_binary_runs(tmp_path, binary, flags):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -205,3 +235,5 @@ def test_binary_runs(tmp_path, binary, flags):
     if binary == "train_palindromes":  # the flag reaches the conv stack LSTM's training
         run = summary["standard"]["conv_stack"]["runs"][0]
         assert run["shift_entropy_cost"] == 0.01 and run["straight_through_from_epoch"] == 1
+        assert run["straight_through_learning_rate"] == 0.002
+        assert len(run["best_score_per_attempt"]) == 1  # any score reaches stop_score 0
