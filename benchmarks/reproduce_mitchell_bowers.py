@@ -170,16 +170,12 @@ def model_settings(protocol, model):
                                  f"conv stack LSTM's epochs (quick, long_dev), received "
                                  f"--protocol={protocol}.")
         settings["min_epochs"] = FLAGS.conv_stack_min_epochs
-    if model == "conv_stack" and FLAGS.straight_through_from_epoch is not None:
-        if "straight_through_from_epoch" not in settings:
-            raise app.UsageError(f"--straight_through_from_epoch needs "
-                                 f"--protocol=straight_through, received --protocol={protocol}.")
-        settings["straight_through_from_epoch"] = FLAGS.straight_through_from_epoch
-    if model == "conv_stack" and FLAGS.straight_through_learning_rate is not None:
-        if "straight_through_from_epoch" not in settings:
-            raise app.UsageError(f"--straight_through_learning_rate needs "
-                                 f"--protocol=straight_through, received --protocol={protocol}.")
-        settings["straight_through_learning_rate"] = FLAGS.straight_through_learning_rate
+    for name in ("straight_through_from_epoch", "straight_through_learning_rate"):
+        if model == "conv_stack" and FLAGS[name].value is not None:
+            if "straight_through_from_epoch" not in settings:
+                raise app.UsageError(f"--{name} needs --protocol=straight_through, received "
+                                     f"--protocol={protocol}.")
+            settings[name] = FLAGS[name].value
     if model == "conv_stack" and FLAGS.shift_entropy_cost is not None:
         settings["shift_entropy_cost"] = FLAGS.shift_entropy_cost
     if model != "conv_stack":

@@ -369,7 +369,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                 first = min(straight_through_from_epoch, epochs)
             with strategy.scope():
                 net = _with_state_of(compiled_model(straight_through=True), net)
-            net.optimizer.learning_rate.assign(straight_through_learning_rate or learning_rate)
+            if straight_through_learning_rate is not None:  # else the copied soft rate
+                net.optimizer.learning_rate.assign(straight_through_learning_rate)
         selection = {}
         if early_stopping:
             fit_kwargs.pop("validation_data")

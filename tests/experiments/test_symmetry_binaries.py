@@ -148,12 +148,13 @@ def test_straight_through_continues_from_the_soft_epochs_state(tmp_path):
 
 
 _JAX_STRAIGHT_THROUGH_REUSE = """
+import sys
 from keras_relational.experiments import symmetry_lib
 data = symmetry_lib.palindrome_data("standard", n_per_length=60, long_n_per_length=5)
 cache = {}
 for seed in (0, 1):  # the second run re-uses both cached models after the first one's switch
     result = symmetry_lib.palindromes_train_eval(
-        "unused", seed=seed, epochs=2, batch_size=64, learning_rate=1e-2,
+        sys.argv[1], seed=seed, epochs=2, batch_size=64, learning_rate=1e-2,
         restart_threshold=None, straight_through_from_epoch=1, model_cache=cache, data=data,
         tensorboard=False, export=False)
     assert result["straight_through_from_epoch"] == 1
@@ -163,10 +164,10 @@ print("ok")
 
 
 @pytest.mark.subprocess
-def test_straight_through_switch_reuses_cached_models_under_jax():
+def test_straight_through_switch_reuses_cached_models_under_jax(tmp_path):
     # Under JAX a train step donates its state buffers: the switch must copy the optimizer
     # state, not share it, or the cached soft model fails on its next run.
-    result = run_fresh_process(["-c", _JAX_STRAIGHT_THROUGH_REUSE], "jax")
+    result = run_fresh_process(["-c", _JAX_STRAIGHT_THROUGH_REUSE, str(tmp_path)], "jax")
     assert result.stdout.strip().endswith("ok")
 
 
