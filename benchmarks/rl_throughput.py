@@ -11,7 +11,15 @@ For each agent (relational on BoxWorld, simplicial on bridge BoxWorld, at the pa
    split into acting and learning time;
 5. the network-only frames/s: the same policy calls and train step on fixed in-memory data, with
    no environments, observers, queue or dataset. measured / network only is what the pipeline
-   costs; network only / bound is how far the kernels themselves are from the matmul rate.
+   costs; network only / bound is how far the kernels themselves are from the matmul rate;
+6. the memory traffic: the bytes XLA's fused kernels read and write per trained frame (the same
+   cost analysis), the machine's measured memory bandwidth (TensorFlow, 256 MB operands), and
+   the frame rate if every one of those bytes streamed from memory at that bandwidth. It is an
+   estimate, not a bound (bytes that stay in cache cost less), and says whether the work is
+   bound by arithmetic or by data movement.
+
+The in-process actor acts through its XLA-compiled policy copy, ``train_eval``'s default
+(``--no-actor_jit_compile``: the plain collect policy).
 
     .venv/bin/python benchmarks/rl_throughput.py [--iterations 20] [--output results.json]
 """
@@ -47,10 +55,12 @@ def loss(trainable, x):
 def flops(fn, *args):
     analysis = jax.jit(fn).lower(*args).compile().cost_analysis()
     analysis = analysis[0] if isinstance(analysis, list) else analysis
-    return float(analysis["flops"])
+    return float(analysis["flops"]), float(analysis["bytes accessed"])
 
-print(json.dumps({"forward": flops(forward, trainable, x) / batch,
-                  "train": flops(jax.value_and_grad(loss), trainable, x) / batch,
+forward_flops, forward_bytes = flops(forward, trainable, x)
+train_flops, train_bytes = flops(jax.value_and_grad(loss), trainable, x)
+print(json.dumps({"forward": forward_flops / batch, "train": train_flops / batch,
+                  "forward_bytes": forward_bytes / batch, "train_bytes": train_bytes / batch,
                   "parameters": model.count_params()}))
 """
 
@@ -76,7 +86,33 @@ def matmul_gflops(size=2048, repeats=10):
     return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
 
 
-def measured_frames_per_second(env_name, agent, iterations, num_envs, unroll_length):
+def memory_gbytes_per_second(megabytes=256, repeats=5):
+    """The best of two streaming rates through TensorFlow on this machine, in GB/s.
+
+    ``a + b`` into a new tensor (12 bytes moved per element: two reads and a write, as XLA's
+    byte count has them) and ``reduce_sum(a)`` (4 bytes per element, reads only), each the best
+    of ``repeats`` runs on ``megabytes``-sized float32 operands, far larger than the caches.
+    """
+    import tensorflow as tf
+
+    size = megabytes * 2**20 // 4
+    a = tf.random.normal((size,))
+    b = tf.random.normal((size,))
+    rates = []
+    for fn, bytes_moved in ((tf.function(lambda a, b: a + b), 12 * size),
+                            (tf.function(lambda a, b: tf.reduce_sum(a)), 4 * size)):
+        fn(a, b).numpy()
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn(a, b).numpy()
+            best = min(best, time.perf_counter() - start)
+        rates.append(bytes_moved / best / 1e9)
+    return max(rates)
+
+
+def measured_frames_per_second(env_name, agent, iterations, num_envs, unroll_length,
+                               actor_jit_compile=True):
     """Frames/s over the second half of ``2 * iterations`` updates (compilation excluded)."""
     from keras_relational.agents.train_eval import train_eval
 
@@ -84,17 +120,20 @@ def measured_frames_per_second(env_name, agent, iterations, num_envs, unroll_len
         result = train_eval(root, env_name=env_name, agent=agent, num_iterations=2 * iterations,
                             num_envs=num_envs, unroll_length=unroll_length, eval_episodes=0,
                             log_interval=iterations, checkpoint_interval=10**9,
-                            policy_save_interval=10**9, print_fn=lambda line: None)
+                            policy_save_interval=10**9, actor_jit_compile=actor_jit_compile,
+                            print_fn=lambda line: None)
     last = result["history"][-1]
     frames = iterations * num_envs * unroll_length
     return dict(fps=last["fps"], acting_ms=1e3 * last["acting_seconds"] / frames,
                 learning_ms=1e3 * last["learning_seconds"] / frames)
 
 
-def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll_length):
+def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll_length,
+                                   actor_jit_compile=True):
     """The same network's work with no pipeline: frames/s of acting + learning on fixed data.
 
-    Acting: ``unroll_length`` calls of the collect policy's ``tf.function`` on a fixed batch of
+    Acting: ``unroll_length`` calls of the acting policy's ``tf.function`` (the XLA-compiled
+    copy with ``actor_jit_compile``, as ``train_eval`` acts) on a fixed batch of
     ``num_envs`` observations (no environment, no observers). Learning: the XLA-compiled V-trace
     train step on a fixed ``[num_envs, unroll_length + 1]`` batch already in memory (no queue, no
     dataset). Both are what the end-to-end loop runs per update, minus everything around them.
@@ -104,6 +143,7 @@ def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll
     from tf_agents.specs import tensor_spec
     from tf_agents.trajectories import time_step as ts
 
+    from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
     from keras_relational.agents.boxworld_environment import make_boxworld_environment
     from keras_relational.agents.keras3_network import Keras3Network
     from keras_relational.agents.train_eval import agent_model_fn, make_optimizer
@@ -125,7 +165,10 @@ def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll
         return tf.constant(rng.randint(0, 256, size=outer + shape).astype("uint8"))
 
     time_step = ts.restart(observations((num_envs,)), batch_size=num_envs)
-    act = tf.function(tf_agent.collect_policy.action)
+    policy = tf_agent.collect_policy
+    if actor_jit_compile:
+        policy = ActorCriticPolicy(time_step_spec, action_spec, network, jit_compile=True)
+    act = tf.function(policy.action)
     spec = tensor_spec.add_outer_dims_nest(tf_agent.collect_data_spec,
                                            (num_envs, unroll_length + 1))
     experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)
@@ -156,11 +199,15 @@ def main():
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--num_envs", type=int, default=32)
     parser.add_argument("--unroll_length", type=int, default=40)
+    parser.add_argument("--actor_jit_compile", default=True,
+                        action=argparse.BooleanOptionalAction,
+                        help="Act through the XLA-compiled policy copy (train_eval's default).")
     parser.add_argument("--output", help="JSON file for the raw figures.")
     args = parser.parse_args()
     import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
 
     throughput = matmul_gflops()
+    bandwidth = memory_gbytes_per_second()
     rows = []
     for label, env_name, agent, builder, shape in (
             ("relational, BoxWorld 14x14", "original", "relational", "relational_agent",
@@ -169,41 +216,64 @@ def main():
              [7, 10, 3])):
         flops = count_flops(builder, shape)
         per_frame = flops["forward"] + flops["train"]
+        bytes_per_frame = flops["forward_bytes"] + flops["train_bytes"]
         bound = throughput * 1e9 / per_frame
+        memory_rate = bandwidth * 1e9 / bytes_per_frame
         measured = measured_frames_per_second(env_name, agent, args.iterations, args.num_envs,
-                                              args.unroll_length)
+                                              args.unroll_length, args.actor_jit_compile)
         network = network_only_frames_per_second(env_name, agent, args.iterations,
-                                                 args.num_envs, args.unroll_length)
-        rows.append((label, flops["parameters"], flops["forward"], flops["train"], per_frame,
-                     bound, measured, network))
+                                                 args.num_envs, args.unroll_length,
+                                                 args.actor_jit_compile)
+        rows.append(dict(agent=label, parameters=flops["parameters"],
+                         forward_flops=flops["forward"], train_flops=flops["train"],
+                         flops_per_frame=per_frame, flop_bound_fps=bound,
+                         forward_bytes=flops["forward_bytes"], train_bytes=flops["train_bytes"],
+                         bytes_per_frame=bytes_per_frame, memory_estimate_fps=memory_rate,
+                         measured=measured, network_only=network))
         print(f"{label}: done", flush=True)
-    print(f"\nfloat32 matmul throughput (TensorFlow, 2048^2): {throughput:.1f} GFLOP/s; "
-          f"V-trace, {args.num_envs} envs x {args.unroll_length} steps per update, "
-          f"{args.iterations} timed updates\n")
+    print(f"\nfloat32 matmul throughput (TensorFlow, 2048^2): {throughput:.1f} GFLOP/s; memory "
+          f"bandwidth (TensorFlow, 256 MB operands): {bandwidth:.1f} GB/s; V-trace, "
+          f"{args.num_envs} envs x {args.unroll_length} steps per update, {args.iterations} "
+          f"timed updates, actor_jit_compile={args.actor_jit_compile}\n")
     print("| agent | parameters | MFLOP actor fwd / frame | MFLOP learner fwd+bwd / frame | "
           "MFLOP / trained frame | FLOP-bound frames/s | network only frames/s | "
           "measured frames/s | measured / bound | network only / bound | "
           "measured / network only |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, params, fwd, train, per_frame, bound, measured, network in rows:
-        print(f"| {label} | {params:,} | {fwd / 1e6:.1f} | {train / 1e6:.1f} | "
-              f"{per_frame / 1e6:.1f} | {bound:.0f} | {network['fps']:.0f} | "
-              f"{measured['fps']:.0f} | {measured['fps'] / bound:.0%} | "
-              f"{network['fps'] / bound:.0%} | {measured['fps'] / network['fps']:.0%} |")
+    for row in rows:
+        measured, network, bound = row["measured"]["fps"], row["network_only"]["fps"], \
+            row["flop_bound_fps"]
+        print(f"| {row['agent']} | {row['parameters']:,} | {row['forward_flops'] / 1e6:.1f} | "
+              f"{row['train_flops'] / 1e6:.1f} | {row['flops_per_frame'] / 1e6:.1f} | "
+              f"{bound:.0f} | {network:.0f} | {measured:.0f} | {measured / bound:.0%} | "
+              f"{network / bound:.0%} | {measured / network:.0%} |")
+    print("\nMemory traffic (XLA's bytes read and written per trained frame; the estimate streams "
+          "every byte from memory at the measured bandwidth):\n")
+    print("| agent | MB actor fwd / frame | MB learner fwd+bwd / frame | MB / trained frame | "
+          "FLOP per byte | memory-traffic estimate frames/s | measured / estimate | "
+          "network only / estimate |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        estimate = row["memory_estimate_fps"]
+        print(f"| {row['agent']} | {row['forward_bytes'] / 1e6:.2f} | "
+              f"{row['train_bytes'] / 1e6:.2f} | {row['bytes_per_frame'] / 1e6:.2f} | "
+              f"{row['flops_per_frame'] / row['bytes_per_frame']:.1f} | {estimate:.0f} | "
+              f"{row['measured']['fps'] / estimate:.0%} | "
+              f"{row['network_only']['fps'] / estimate:.0%} |")
     print("\nWhere the time goes, ms per trained frame (end to end: wall time in the actor's and "
           "the learner's run(); network only: the policy calls and the train step alone):\n")
     print("| agent | end to end: acting | end to end: learning | network only: acting | "
           "network only: learning |")
     print("|---|---|---|---|---|")
-    for label, *_, measured, network in rows:
-        print(f"| {label} | {measured['acting_ms']:.3f} | {measured['learning_ms']:.3f} | "
+    for row in rows:
+        measured, network = row["measured"], row["network_only"]
+        print(f"| {row['agent']} | {measured['acting_ms']:.3f} | {measured['learning_ms']:.3f} | "
               f"{network['acting_ms']:.3f} | {network['learning_ms']:.3f} |")
     if args.output:
         with open(args.output, "w") as f:
-            json.dump({"matmul_gflops": throughput, "args": vars(args), "rows": [
-                dict(agent=r[0], parameters=r[1], forward_flops=r[2], train_flops=r[3],
-                     flop_bound_fps=r[5], measured=r[6], network_only=r[7]) for r in rows]},
-                f, indent=1)
+            json.dump({"matmul_gflops": throughput, "memory_gbytes_per_second": bandwidth,
+                       "args": vars(args), "rows": rows}, f, indent=1)
+
 
 if __name__ == "__main__":
     main()

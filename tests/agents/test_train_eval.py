@@ -28,6 +28,7 @@ def test_smoke_trains_exports_and_plays(tmp_path):
     result = train_eval(root, num_iterations=2, eval_episodes=4, print_fn=lines.append,
                         test_presets=("test_length_6",), **_TINY)
     assert result["train_step"] == 2
+    assert result["actor_jit_compile"] is True  # V-trace acts through the XLA copy by default
     assert set(result["test_solve_rates"]) == {"test_length_6"}
     assert any(line.startswith("test_length_6 @ step 2: solved") for line in lines), lines
     assert any("frames/s" in line and "acting" in line for line in lines), lines
@@ -141,6 +142,7 @@ def test_ppo_smoke(tmp_path):
     result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0,
                         print_fn=lambda line: None, **_TINY)
     assert result["train_step"] >= 2
+    assert result["actor_jit_compile"] is False  # PPO's collect policy is TF-Agents' own
     assert os.path.exists(os.path.join(root, "policies", "greedy_policy", "saved_model.pb"))
 
 
