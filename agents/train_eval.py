@@ -256,8 +256,10 @@ def train_eval(
     if unknown:
         raise ValueError(f"`test_presets` must name BoxWorld presets {sorted(environments.PRESETS)}"
                          f", received {unknown}.")
-    if actor_jit_compile is None:  # only the in-process V-trace actor has a compiled copy
-        actor_jit_compile = algorithm == "vtrace" and not num_ray_actors
+    if actor_jit_compile is None:
+        actor_jit_compile = algorithm == "vtrace"
+    # Only the in-process V-trace actor has a compiled copy (Ray actors run their own forward).
+    actor_jit_compile = bool(actor_jit_compile) and not num_ray_actors
     env_kwargs = dict(env_kwargs or {})
     eval_env_kwargs = dict(env_kwargs if eval_env_kwargs is None else eval_env_kwargs)
     import keras
@@ -431,7 +433,7 @@ def train_eval(
         frames_per_second=(step - start_step) * frames_per_step / max(elapsed, 1e-9),
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
         keras_model_dir=keras_model_dir, keras_file=keras_file,
-        actor_jit_compile=bool(actor_jit_compile and not num_ray_actors), history=history)
+        actor_jit_compile=actor_jit_compile, history=history)
     with open(os.path.join(root_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
     print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, policies in "
