@@ -93,6 +93,8 @@ class BoxWorldActor:
         num_threads: TensorFlow intra-op threads of this process (None: TensorFlow's default);
             one per CPU Ray reserved for the actor keeps actors from oversubscribing a node.
         actor_index: the actor's slot in its fleet, returned with every unroll.
+        jit_compile: run the local network's forward pass XLA-compiled (``tf.function``
+            with ``jit_compile=True``); the sampled actions come from the same logits.
 
     Example::
 
@@ -102,7 +104,7 @@ class BoxWorldActor:
     """
 
     def __init__(self, env_name, num_envs, unroll_length, model_fn, seed=0, env_kwargs=None,
-                 num_threads=1, actor_index=None):
+                 num_threads=1, actor_index=None, jit_compile=False):
         import tensorflow as tf
 
         from keras_relational.agents.boxworld_environment import make_boxworld_environment
@@ -122,7 +124,8 @@ class BoxWorldActor:
         self._action_dtype = action_spec.dtype
         self._action_minimum = int(action_spec.minimum)
         self._model = model_fn()
-        self._forward = tf.function(lambda observation: self._model(observation, training=False))
+        self._forward = tf.function(lambda observation: self._model(observation, training=False),
+                                    jit_compile=bool(jit_compile))
         self._rng = np.random.default_rng(seed)
         self._time_step = None
         self._boundary = None  # the last step of the previous unroll, the first of the next
@@ -219,6 +222,8 @@ class RayActorFleet:
             process); ``"auto"`` joins the cluster started on this machine with ``ray start``;
             ``"host:6379"`` joins that cluster.
         actor_num_cpus: CPUs reserved per actor, also its TensorFlow thread count.
+        actor_jit_compile: every actor runs its network's forward pass XLA-compiled (see
+            :class:`BoxWorldActor`; ``train_eval`` turns it on for V-trace by default).
         summary_dir: where ``policy_lag`` / ``actor_restarts`` summaries go (None: nowhere).
         print_fn: receives the fleet's status lines (actors started, restarts).
         max_consecutive_failures: see above.
@@ -227,7 +232,8 @@ class RayActorFleet:
     def __init__(self, num_actors, unroll_queue, keras_model, train_step, model_fn,
                  env_name="original", env_kwargs=None, num_envs=32, unroll_length=40,
                  data_spec=None, seed=0, weight_sync_interval=1, ray_address=None,
-                 actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3):
+                 actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3,
+                 actor_jit_compile=False):
         require_ray()
         _checks.check_positive_int("RayActorFleet", "num_actors", num_actors)
         _checks.check_positive_int("RayActorFleet", "weight_sync_interval", weight_sync_interval)
@@ -244,7 +250,8 @@ class RayActorFleet:
         self._actor_kwargs = dict(env_name=env_name, num_envs=num_envs,
                                   unroll_length=unroll_length, model_fn=model_fn,
                                   env_kwargs=dict(env_kwargs or {}),
-                                  num_threads=max(1, int(math.ceil(actor_num_cpus))))
+                                  num_threads=max(1, int(math.ceil(actor_num_cpus))),
+                                  jit_compile=bool(actor_jit_compile))
         self._shape = (num_envs, unroll_length + 1)
         self._owns_ray = False
         if not ray.is_initialized():

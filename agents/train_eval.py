@@ -204,12 +204,15 @@ def train_eval(
             :class:`VTraceAgent`); 1 and 1 are the papers' settings. V-trace only, like
             ``actor_jit_compile``: PPO raises a ValueError when any of them is changed.
         jit_compile: XLA-compile the learner's loss and gradients.
-        actor_jit_compile: V-trace, in-process actor: act through an XLA-compiled copy of the
-            collect policy (the exported collect policy stays uncompiled). None (default): on
+        actor_jit_compile: V-trace: act through an XLA-compiled forward pass (the in-process
+            actor through a compiled copy of the collect policy, every Ray actor through its own
+            compiled network; the exported collect policy stays uncompiled). None (default): on
             for V-trace; PPO takes only None or False. Measured on 2 cores at the papers' sizes
             (32 environments x 40 steps): 1.08-1.25x end-to-end frames/s for the relational
             agent on 14x14 BoxWorld and 1.24-1.27x for the simplicial agent on bridge BoxWorld
             (4 and 2 alternating pairs of runs; acting alone 1.2-1.7x faster in every pair).
+            Ray actors, demo-sized relational agent: collection alone 1.08-1.49x, training end
+            to end 0.98-1.16x (the learner is the bottleneck; ``benchmarks/ray_throughput.py``).
         checkpoint_interval, policy_save_interval: in learner steps.
         log_interval: learner steps between progress lines.
         eval_interval: learner steps between evaluations (0: only at the end).
@@ -231,8 +234,8 @@ def train_eval(
 
     Returns:
         A dict with the final train step, frames, frames/s, solve rates, export paths,
-        ``actor_jit_compile`` (whether the in-process actor acted through the XLA copy), and
-        ``history``: one dict per progress line (``step``, ``frames``, ``fps``, ``solve_rate``,
+        ``actor_jit_compile`` (whether the actors acted through an XLA-compiled forward pass),
+        and ``history``: one dict per progress line (``step``, ``frames``, ``fps``, ``solve_rate``,
         ``seconds`` since the start, and ``acting_seconds`` / ``learning_seconds``: wall time
         in the actor's and the learner's ``run()`` since the previous line).
     """
@@ -258,8 +261,7 @@ def train_eval(
                          f", received {unknown}.")
     if actor_jit_compile is None:
         actor_jit_compile = algorithm == "vtrace"
-    # Only the in-process V-trace actor has a compiled copy (Ray actors run their own forward).
-    actor_jit_compile = bool(actor_jit_compile) and not num_ray_actors
+    actor_jit_compile = bool(actor_jit_compile)
     env_kwargs = dict(env_kwargs or {})
     eval_env_kwargs = dict(env_kwargs if eval_env_kwargs is None else eval_env_kwargs)
     import keras
@@ -307,7 +309,8 @@ def train_eval(
             env_name=env_name, env_kwargs=env_kwargs, num_envs=num_envs,
             unroll_length=unroll_length, data_spec=tf_agent.collect_data_spec, seed=seed,
             weight_sync_interval=weight_sync_interval, ray_address=ray_address,
-            summary_dir=os.path.join(root_dir, "collect"), print_fn=print_fn)
+            summary_dir=os.path.join(root_dir, "collect"), print_fn=print_fn,
+            actor_jit_compile=actor_jit_compile)
         finished_episodes = collect_actor.finished_episodes
     else:
         acting_policy = tf_agent.collect_policy

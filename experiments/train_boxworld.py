@@ -49,9 +49,9 @@ flags.DEFINE_integer("log_interval", 10, "Updates between progress lines.")
 flags.DEFINE_integer("checkpoint_interval", 100, "Updates between checkpoints.")
 flags.DEFINE_integer("policy_save_interval", 1000, "Updates between policy exports.")
 flags.DEFINE_bool("jit_compile", True, "XLA-compile the learner step.")
-flags.DEFINE_bool("actor_jit_compile", None, "V-trace: XLA-compile the in-process actor's "
-                  "policy (default: on for V-trace, off for PPO; --noactor_jit_compile turns "
-                  "it off).")
+flags.DEFINE_bool("actor_jit_compile", None, "V-trace: the actors (in-process or Ray) act "
+                  "through an XLA-compiled forward pass (default: on for V-trace, off for PPO; "
+                  "--noactor_jit_compile turns it off).")
 flags.DEFINE_integer("num_ray_actors", 0, "0: actors in this process; N > 0: N Ray actors, each "
                      "with its own --num_envs environments (pip install "
                      "\"keras-relational[distributed]\"; V-trace only).")

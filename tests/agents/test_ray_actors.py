@@ -95,6 +95,7 @@ def test_two_ray_actors_train_end_to_end_and_survive_a_killed_actor(tmp_path, lo
                         policy_save_interval=1, print_fn=print_fn)
 
     assert result["train_step"] == num_iterations
+    assert result["actor_jit_compile"] is True  # V-trace's default: Ray actors act through XLA
     assert any(line.startswith("Ray actor fleet: 2 actors") for line in lines), lines
     # The killed actor was noticed, named and replaced; training still reached the step count.
     restart_lines = [line for line in lines if line.startswith("Ray actor 0 (pid ")]
@@ -201,7 +202,8 @@ def test_fleet_unrolls_match_the_in_process_path_and_a_dead_actor_comes_back(loc
     # delivers, so run() itself must restart it and wait (two actors: see the test above).
     fleet = ray_actors.RayActorFleet(
         1, sink, model, train_step, model_fn, env_kwargs=_ENV_KWARGS, num_envs=_NUM_ENVS,
-        unroll_length=_UNROLL, data_spec=data_spec, seed=seed, print_fn=lines.append)
+        unroll_length=_UNROLL, data_spec=data_spec, seed=seed, print_fn=lines.append,
+        actor_jit_compile=True)  # the replay below checks its logits against the plain model
     try:
         weights_by_version[0] = model.get_weights()
         outputs = []
@@ -252,6 +254,27 @@ def test_fleet_unrolls_match_the_in_process_path_and_a_dead_actor_comes_back(loc
     # The replacement plays other levels (a new seed) from a fresh reset.
     assert (second[0].unroll.step_type[:, 0] == ts.StepType.FIRST).all()
     assert not np.array_equal(first[0].unroll.observation[:, 0], second[0].unroll.observation[:, 0])
+
+
+def test_an_xla_compiled_actor_collects_what_the_plain_actor_collects():
+    """BoxWorldActor(jit_compile=True) runs the same network: with the same seed and weights it
+    plays the same levels with the same actions and records the same logits."""
+    shape = make_boxworld_environment("original", num_envs=1, **_ENV_KWARGS).observation_spec()
+    model_fn = agent_model_fn("relational", shape.shape, 4, **_MODEL_KWARGS)
+    weights = model_fn().get_weights()
+    outputs = {}
+    for jit_compile in (False, True):
+        actor = ray_actors.BoxWorldActor("original", _NUM_ENVS, _UNROLL, model_fn, seed=3,
+                                         env_kwargs=_ENV_KWARGS, num_threads=None,
+                                         jit_compile=jit_compile)
+        outputs[jit_compile] = [actor.collect(weights, 0) for _ in range(3)]
+    for plain, compiled in zip(outputs[False], outputs[True], strict=True):
+        for name in ("observation", "action", "step_type", "reward", "discount"):
+            np.testing.assert_array_equal(getattr(plain.unroll, name),
+                                          getattr(compiled.unroll, name))
+        np.testing.assert_allclose(plain.unroll.policy_info["logits"],
+                                   compiled.unroll.policy_info["logits"], rtol=1e-5, atol=1e-5)
+    assert len(np.unique(np.concatenate([o.unroll.action for o in outputs[True]]))) > 1
 
 
 def test_actions_are_sampled_from_the_logits():
