@@ -38,7 +38,7 @@ import os
 
 import numpy as np
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 
 try:
     import ray
@@ -235,8 +235,8 @@ class RayActorFleet:
                  actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3,
                  actor_jit_compile=False):
         require_ray()
-        _checks.check_positive_int("RayActorFleet", "num_actors", num_actors)
-        _checks.check_positive_int("RayActorFleet", "weight_sync_interval", weight_sync_interval)
+        validation.check_positive_int("RayActorFleet", "num_actors", num_actors)
+        validation.check_positive_int("RayActorFleet", "weight_sync_interval", weight_sync_interval)
         import tensorflow as tf
 
         self._queue = unroll_queue

@@ -1,37 +1,52 @@
 """keras-relational: relational reasoning layers for Keras 3.
 
-Importing this package has no side effects: it does not touch ``tf.keras`` or
-``TF_USE_LEGACY_KERAS`` (only ``keras_relational.agents`` does, for TF-Agents).
+Importing this package has no side effects and loads neither Keras nor TensorFlow: the public
+layer names below are resolved lazily, on first use (PEP 562), so that
+``import keras_relational.environments`` stays a NumPy + dm_env import. It never touches
+``tf.keras`` or ``TF_USE_LEGACY_KERAS`` (only ``keras_relational.agents`` does, for TF-Agents).
+
+```python
+from keras_relational import SimplicialAttention  # imports Keras here, on first use
+```
+
+Loading a saved ``.keras`` model needs the layers registered: use any layer name first, or
+``import keras_relational.layers``, which imports and registers them all.
 """
 
-from keras_relational.layers.conv_stack_memory import ConvStackMemory
-from keras_relational.layers.conv_stack_memory_cell import ConvStackMemoryCell
-from keras_relational.layers.entity_max_pool import EntityMaxPool
-from keras_relational.layers.multi_head_dot_product_attention import MultiHeadDotProductAttention
-from keras_relational.layers.predinet import PrediNet
-from keras_relational.layers.relational_block import RelationalBlock
-from keras_relational.layers.relational_module import RelationalModule
-from keras_relational.layers.simplicial_attention import SimplicialAttention
-from keras_relational.layers.simplicial_transformer_block import SimplicialTransformerBlock
-from keras_relational.layers.spatial_entities import SpatialEntities
-from keras_relational.layers.symbol_convolution import SymbolConvolution
-from keras_relational.layers.tpr_memory import TPRMemory
-from keras_relational.layers.tpr_memory_cell import TPRMemoryCell
+import importlib
+
 from keras_relational.version import __version__
 
-__all__ = [
-    "ConvStackMemory",
-    "ConvStackMemoryCell",
-    "EntityMaxPool",
-    "MultiHeadDotProductAttention",
-    "PrediNet",
-    "RelationalBlock",
-    "RelationalModule",
-    "SimplicialAttention",
-    "SimplicialTransformerBlock",
-    "SpatialEntities",
-    "SymbolConvolution",
-    "TPRMemory",
-    "TPRMemoryCell",
-    "__version__",
-]
+# Public name -> the module (under keras_relational.layers) that defines it. The first use of any
+# of them imports `keras_relational.layers`, which imports (and so registers for
+# `keras.saving.load_model`) every layer.
+_LAYERS = {
+    "ConvStackMemory": "conv_stack_memory",
+    "ConvStackMemoryCell": "conv_stack_memory_cell",
+    "EntityMaxPool": "entity_max_pool",
+    "MultiHeadDotProductAttention": "multi_head_dot_product_attention",
+    "PrediNet": "predinet",
+    "RelationalBlock": "relational_block",
+    "RelationalModule": "relational_module",
+    "SimplicialAttention": "simplicial_attention",
+    "SimplicialTransformerBlock": "simplicial_transformer_block",
+    "SpatialEntities": "spatial_entities",
+    "SymbolConvolution": "symbol_convolution",
+    "TPRMemory": "tpr_memory",
+    "TPRMemoryCell": "tpr_memory_cell",
+}
+
+__all__ = sorted(_LAYERS) + ["__version__"]
+
+
+def __getattr__(name):
+    if name in _LAYERS:
+        importlib.import_module("keras_relational.layers")
+        value = getattr(importlib.import_module(f"keras_relational.layers.{_LAYERS[name]}"), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'keras_relational' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

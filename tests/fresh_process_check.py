@@ -21,7 +21,7 @@ def main(job_path):
     if "keras_file" in job:
         import keras
 
-        import keras_relational  # noqa: F401  (registers the custom layers)
+        import keras_relational.layers  # noqa: F401  (imports and registers every layer)
 
         for module in job.get("extra_imports", []):
             importlib.import_module(module)

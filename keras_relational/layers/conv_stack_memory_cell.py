@@ -9,7 +9,7 @@ import math
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 
 WRITE_MODES = ("gated", "embedding_on_push")
 PUSH, STAY, POP = 0, 1, 2  # tap order of the filter F[..., k] (authors' code: up, stay, down)
@@ -127,9 +127,9 @@ class ConvStackMemoryCell(keras.layers.Layer):
                  return_memory=False, kernel_initializer="glorot_uniform",
                  bias_initializer=None, straight_through=False, **kwargs):
         super().__init__(**kwargs)
-        _checks.check_positive_int("ConvStackMemoryCell", "units", units)
-        _checks.check_positive_int("ConvStackMemoryCell", "stack_depth", stack_depth)
-        _checks.check_choice("ConvStackMemoryCell", "write_mode", write_mode, WRITE_MODES)
+        validation.check_positive_int("ConvStackMemoryCell", "units", units)
+        validation.check_positive_int("ConvStackMemoryCell", "stack_depth", stack_depth)
+        validation.check_choice("ConvStackMemoryCell", "write_mode", write_mode, WRITE_MODES)
         self.units = units
         self.stack_depth = stack_depth
         self.write_mode = write_mode
@@ -151,7 +151,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
         return kernel, bias
 
     def build(self, input_shape):
-        input_dim = _checks.check_known_dim(self, "inputs", input_shape, -1, "input size M")
+        input_dim = validation.check_known_dim(self, "inputs", input_shape, -1, "input size M")
         if self.write_mode == "embedding_on_push" and input_dim != self.units:
             raise ValueError(
                 f"ConvStackMemoryCell with write_mode='embedding_on_push' writes the input into "

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks, _utils
+from keras_relational import validation
+from keras_relational.layers import _utils
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
@@ -34,7 +35,7 @@ class EntityMaxPool(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, entities_shape):
-        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         super().build(entities_shape)
 
     def call(self, entities, mask=None):

@@ -4,7 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_relational.layers import _checks, _utils
+from keras_relational import validation
+from keras_relational.layers import _utils
 
 _QKV_NORMS = ("joint", "separate", "none")
 _ATTENTION_SCALES = ("key_dim", "rmc", None)
@@ -63,11 +64,11 @@ def _layer_norm_last_axis(x, gamma, beta, epsilon):
 
 def validate_attention_arguments(owner, num_heads, key_dim, value_dim, qkv_norm, attention_scale):
     """Raises a ValueError naming the first invalid attention argument (shared with the blocks)."""
-    _checks.check_positive_int(owner, "num_heads", num_heads)
-    _checks.check_positive_int(owner, "key_dim", key_dim)
-    _checks.check_positive_int(owner, "value_dim", value_dim, allow_none=True)
-    _checks.check_choice(owner, "qkv_norm", qkv_norm, _QKV_NORMS)
-    _checks.check_choice(owner, "attention_scale", attention_scale, _ATTENTION_SCALES)
+    validation.check_positive_int(owner, "num_heads", num_heads)
+    validation.check_positive_int(owner, "key_dim", key_dim)
+    validation.check_positive_int(owner, "value_dim", value_dim, allow_none=True)
+    validation.check_choice(owner, "qkv_norm", qkv_norm, _QKV_NORMS)
+    validation.check_choice(owner, "attention_scale", attention_scale, _ATTENTION_SCALES)
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
@@ -147,7 +148,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         name = type(self).__name__
         validate_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
                                      attention_scale)
-        _checks.check_positive_int(name, "output_dim", output_dim, allow_none=True)
+        validation.check_positive_int(name, "output_dim", output_dim, allow_none=True)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -183,8 +184,8 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         )
 
     def build(self, entities_shape, mask_shape=None, attention_mask_shape=None):
-        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
-        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
         q_width, k_width, v_width = self._split_sizes
         projected_shape = (entities_shape[0], entities_shape[1], q_width + k_width + v_width)
         # Column layout [q | k | v], heads contiguous inside each third.

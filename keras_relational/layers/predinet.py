@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 
 
 def _clone_initializer(initializer):
@@ -90,9 +90,9 @@ class PrediNet(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _checks.check_positive_int("PrediNet", "num_heads", num_heads)
-        _checks.check_positive_int("PrediNet", "key_dim", key_dim)
-        _checks.check_positive_int("PrediNet", "num_relations", num_relations)
+        validation.check_positive_int("PrediNet", "num_heads", num_heads)
+        validation.check_positive_int("PrediNet", "key_dim", key_dim)
+        validation.check_positive_int("PrediNet", "num_relations", num_relations)
         if isinstance(position_dims, bool) or not isinstance(position_dims, int) \
                 or position_dims < 0:
             raise ValueError(
@@ -113,10 +113,10 @@ class PrediNet(keras.layers.Layer):
         return self.num_relations + 2 * self.position_dims
 
     def build(self, input_shape):
-        _checks.check_rank(self, "inputs", input_shape, 3, "[batch, entities, features]")
-        num_entities = _checks.check_known_dim(self, "inputs", input_shape, 1,
+        validation.check_rank(self, "inputs", input_shape, 3, "[batch, entities, features]")
+        num_entities = validation.check_known_dim(self, "inputs", input_shape, 1,
                                                "number of entities N")
-        features = _checks.check_known_dim(self, "inputs", input_shape, 2, "feature size m")
+        features = validation.check_known_dim(self, "inputs", input_shape, 2, "feature size m")
         if features < self.position_dims:
             raise ValueError(
                 f"PrediNet expects the feature size of `inputs` (axis 2) to be at least "

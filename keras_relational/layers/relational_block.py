@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks, _utils
+from keras_relational import validation
+from keras_relational.layers import _utils
 from keras_relational.layers.multi_head_dot_product_attention import (
     MultiHeadDotProductAttention,
     layer_norm,
@@ -91,7 +92,7 @@ class RelationalBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         mlp_hidden_units = tuple(mlp_hidden_units)
         for units in mlp_hidden_units:
-            _checks.check_positive_int(type(self).__name__, "mlp_hidden_units", units)
+            validation.check_positive_int(type(self).__name__, "mlp_hidden_units", units)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -107,8 +108,8 @@ class RelationalBlock(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, entities_shape):
-        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
-        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
         self._attention = MultiHeadDotProductAttention(
             num_heads=self.num_heads,
             key_dim=self.key_dim,

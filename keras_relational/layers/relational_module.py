@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks, _utils
+from keras_relational import validation
+from keras_relational.layers import _utils
 from keras_relational.layers.multi_head_dot_product_attention import validate_attention_arguments
 from keras_relational.layers.relational_block import RelationalBlock, block_arguments
 
@@ -70,8 +71,8 @@ class RelationalModule(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         name = type(self).__name__
-        _checks.check_positive_int(name, "num_blocks", num_blocks)
-        _checks.check_positive_int(name, "model_dim", model_dim, allow_none=True)
+        validation.check_positive_int(name, "num_blocks", num_blocks)
+        validation.check_positive_int(name, "model_dim", model_dim, allow_none=True)
         validate_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
                                      attention_scale)
         self.num_blocks = num_blocks
@@ -97,8 +98,8 @@ class RelationalModule(keras.layers.Layer):
         return self.model_dim or features
 
     def build(self, entities_shape):
-        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
-        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
         width = self._width(features)
         self._input_projection = None
         if width != features:

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks, _utils
+from keras_relational import validation
+from keras_relational.layers import _utils
 
 _MODES = ("virtual", "full")
 # Floor on a squared norm before its square root: the norm's gradient stays finite at the zero
@@ -193,12 +194,12 @@ class SimplicialAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         name = type(self).__name__
-        _checks.check_positive_int(name, "num_heads", num_heads)
-        _checks.check_positive_int(name, "key_dim", key_dim)
-        _checks.check_positive_int(name, "value_dim", value_dim, allow_none=True)
-        _checks.check_choice(name, "mode", mode, _MODES)
+        validation.check_positive_int(name, "num_heads", num_heads)
+        validation.check_positive_int(name, "key_dim", key_dim)
+        validation.check_positive_int(name, "value_dim", value_dim, allow_none=True)
+        validation.check_choice(name, "mode", mode, _MODES)
         if mode == "virtual":
-            _checks.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
+            validation.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
                                        allow_none=True)
         elif num_virtual_entities not in (None, 0) or isinstance(num_virtual_entities, bool):
             raise ValueError(
@@ -231,8 +232,8 @@ class SimplicialAttention(keras.layers.Layer):
         return 2 if self.num_virtual_entities is None else self.num_virtual_entities
 
     def build(self, entities_shape, mask_shape=None):
-        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
-        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
         count = entities_shape[1]
         if count is not None and count <= self._num_virtual:
             raise ValueError(
@@ -401,18 +402,5 @@ class SimplicialAttention(keras.layers.Layer):
 
 def validate_logit_arguments(owner, logit_scale, sqrt_epsilon):
     """Raises a ValueError unless ``logit_scale > 0`` and ``sqrt_epsilon >= 0`` (shared)."""
-    _check_positive_number(owner, "logit_scale", logit_scale)
-    _check_positive_number(owner, "sqrt_epsilon", sqrt_epsilon, allow_zero=True)
-
-
-def _check_positive_number(owner, argument, value, allow_zero=False):
-    """Raises a ValueError unless ``value`` is a finite real number > 0 (or >= 0)."""
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-          and value == value and value != float("inf")
-          and (value > 0 or (allow_zero and value == 0)))
-    if not ok:
-        kind = "non-negative" if allow_zero else "positive"
-        raise ValueError(
-            f"{owner} expects `{argument}` to be a finite {kind} number, "
-            f"received {argument}={value!r}."
-        )
+    validation.check_positive_number(owner, "logit_scale", logit_scale)
+    validation.check_positive_number(owner, "sqrt_epsilon", sqrt_epsilon, allow_zero=True)

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks, _utils
+from keras_relational import validation
+from keras_relational.layers import _utils
 from keras_relational.layers.multi_head_dot_product_attention import (
     MultiHeadDotProductAttention,
     validate_attention_arguments,
@@ -140,19 +141,19 @@ class SimplicialTransformerBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         name = type(self).__name__
         validate_attention_arguments(name, num_heads, key_dim, value_dim, "none", attention_scale)
-        _checks.check_positive_int(name, "simplicial_num_heads", simplicial_num_heads)
-        _checks.check_positive_int(name, "simplicial_key_dim", simplicial_key_dim)
-        _checks.check_positive_int(name, "simplicial_value_dim", simplicial_value_dim,
+        validation.check_positive_int(name, "simplicial_num_heads", simplicial_num_heads)
+        validation.check_positive_int(name, "simplicial_key_dim", simplicial_key_dim)
+        validation.check_positive_int(name, "simplicial_value_dim", simplicial_value_dim,
                                    allow_none=True)
-        _checks.check_choice(name, "simplicial_mode", simplicial_mode, _MODES)
-        _checks.check_positive_int(name, "num_iterations", num_iterations)
+        validation.check_choice(name, "simplicial_mode", simplicial_mode, _MODES)
+        validation.check_positive_int(name, "num_iterations", num_iterations)
         validate_logit_arguments(name, logit_scale, sqrt_epsilon)
         mlp_hidden_units = tuple(mlp_hidden_units)
         for units in mlp_hidden_units:
-            _checks.check_positive_int(name, "mlp_hidden_units", units)
+            validation.check_positive_int(name, "mlp_hidden_units", units)
         virtual = use_simplicial and simplicial_mode == "virtual"
         if virtual:
-            _checks.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
+            validation.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
                                        allow_none=True)
         elif num_virtual_entities not in (None, 0) or isinstance(num_virtual_entities, bool):
             raise ValueError(
@@ -223,8 +224,8 @@ class SimplicialTransformerBlock(keras.layers.Layer):
         return [make(f"_{i}") for i in range(self.num_iterations)]
 
     def build(self, entities_shape, mask_shape=None):
-        _checks.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
-        features = _checks.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
         m = self._num_virtual
         self.virtual_entities = None
         if m:

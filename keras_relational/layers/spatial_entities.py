@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 
 _COORDINATE_MODES = ("symmetric", "unit")
 
@@ -49,13 +49,13 @@ class SpatialEntities(keras.layers.Layer):
 
     def __init__(self, coordinate_mode="symmetric", **kwargs):
         super().__init__(**kwargs)
-        _checks.check_choice(
+        validation.check_choice(
             "SpatialEntities", "coordinate_mode", coordinate_mode, _COORDINATE_MODES
         )
         self.coordinate_mode = coordinate_mode
 
     def build(self, input_shape):
-        _checks.check_rank(self, "inputs", input_shape, 4, "[batch, height, width, channels]")
+        validation.check_rank(self, "inputs", input_shape, 4, "[batch, height, width, channels]")
         super().build(input_shape)
 
     def _coordinates(self, height, width):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 
 _POOLINGS = ("max", "mean", "sum", None)
 
@@ -61,8 +61,8 @@ class SymbolConvolution(keras.layers.Layer):
     def __init__(self, filters, use_bias=False, activation=None, pooling="max",
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
-        _checks.check_positive_int("SymbolConvolution", "filters", filters)
-        _checks.check_choice("SymbolConvolution", "pooling", pooling, _POOLINGS)
+        validation.check_positive_int("SymbolConvolution", "filters", filters)
+        validation.check_choice("SymbolConvolution", "pooling", pooling, _POOLINGS)
         self.filters = filters
         self.use_bias = bool(use_bias)
         self.activation = keras.activations.get(activation)
@@ -71,8 +71,8 @@ class SymbolConvolution(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
     def build(self, input_shape):
-        _checks.check_rank(self, "inputs", input_shape, 3, "[batch, symbols, time]")
-        steps = _checks.check_known_dim(self, "inputs", input_shape, 2, "number of time steps T")
+        validation.check_rank(self, "inputs", input_shape, 3, "[batch, symbols, time]")
+        steps = validation.check_known_dim(self, "inputs", input_shape, 2, "number of time steps T")
         self.kernel = self.add_weight(name="kernel", shape=(steps, self.filters),
                                       initializer=self.kernel_initializer)
         self.bias = None

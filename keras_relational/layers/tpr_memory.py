@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 from keras_relational.layers.tpr_memory_cell import TPRMemoryCell
 
 _IMPLEMENTATIONS = ("factored", "dense")
@@ -90,13 +90,13 @@ class TPRMemory(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         name = "TPRMemory"
-        _checks.check_positive_int(name, "entity_dim", entity_dim)
-        _checks.check_positive_int(name, "relation_dim", relation_dim)
-        _checks.check_positive_int(name, "hidden_dim", hidden_dim)
-        _checks.check_positive_int(name, "inference_steps", inference_steps)
-        _checks.check_choice(name, "use_move", use_move, (True, False))
-        _checks.check_choice(name, "use_backlink", use_backlink, (True, False))
-        _checks.check_choice(name, "implementation", implementation, _IMPLEMENTATIONS)
+        validation.check_positive_int(name, "entity_dim", entity_dim)
+        validation.check_positive_int(name, "relation_dim", relation_dim)
+        validation.check_positive_int(name, "hidden_dim", hidden_dim)
+        validation.check_positive_int(name, "inference_steps", inference_steps)
+        validation.check_choice(name, "use_move", use_move, (True, False))
+        validation.check_choice(name, "use_backlink", use_backlink, (True, False))
+        validation.check_choice(name, "implementation", implementation, _IMPLEMENTATIONS)
         if not isinstance(layer_norm_epsilon, (int, float)) or layer_norm_epsilon <= 0:
             raise ValueError(
                 f"{name} expects `layer_norm_epsilon` to be a positive number, "
@@ -151,10 +151,10 @@ class TPRMemory(keras.layers.Layer):
                 f"received input shape {input_shape}."
             )
         sentences_shape, question_shape = input_shape
-        _checks.check_rank(self, "sentences", sentences_shape, 3, "[batch, sentences, dim]")
-        _checks.check_rank(self, "question", question_shape, 2, "[batch, dim]")
-        dim = _checks.check_known_dim(self, "sentences", sentences_shape, -1, "sentence dim")
-        question_dim = _checks.check_known_dim(self, "question", question_shape, -1,
+        validation.check_rank(self, "sentences", sentences_shape, 3, "[batch, sentences, dim]")
+        validation.check_rank(self, "question", question_shape, 2, "[batch, dim]")
+        dim = validation.check_known_dim(self, "sentences", sentences_shape, -1, "sentence dim")
+        question_dim = validation.check_known_dim(self, "question", question_shape, -1,
                                                "question dim")
         e, r = self.entity_dim, self.relation_dim
         self.mlp_layers = {}

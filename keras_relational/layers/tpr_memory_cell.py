@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 
 
 def unbind(memory, entity, relation):
@@ -80,10 +80,10 @@ class TPRMemoryCell(keras.layers.Layer):
 
     def __init__(self, entity_dim, relation_dim, use_move=True, use_backlink=True, **kwargs):
         super().__init__(**kwargs)
-        _checks.check_positive_int("TPRMemoryCell", "entity_dim", entity_dim)
-        _checks.check_positive_int("TPRMemoryCell", "relation_dim", relation_dim)
-        _checks.check_choice("TPRMemoryCell", "use_move", use_move, (True, False))
-        _checks.check_choice("TPRMemoryCell", "use_backlink", use_backlink, (True, False))
+        validation.check_positive_int("TPRMemoryCell", "entity_dim", entity_dim)
+        validation.check_positive_int("TPRMemoryCell", "relation_dim", relation_dim)
+        validation.check_choice("TPRMemoryCell", "use_move", use_move, (True, False))
+        validation.check_choice("TPRMemoryCell", "use_backlink", use_backlink, (True, False))
         self.entity_dim = entity_dim
         self.relation_dim = relation_dim
         self.use_move = use_move

@@ -32,7 +32,7 @@ Reference: Shanahan et al., "An Explicitly Relational Neural Network Architectur
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 from keras_relational.layers.predinet import PrediNet
 from keras_relational.layers.spatial_entities import SpatialEntities
 
@@ -66,9 +66,10 @@ class _CentralModule(keras.layers.Layer):
         return self.add_weight(name=name, shape=shape, initializer=bias_initializer())
 
     def _entity_shape(self, input_shape):
-        _checks.check_rank(self, "inputs", input_shape, 3, "[batch, entities, features]")
-        entities = _checks.check_known_dim(self, "inputs", input_shape, 1, "number of entities N")
-        features = _checks.check_known_dim(self, "inputs", input_shape, 2, "feature size m")
+        validation.check_rank(self, "inputs", input_shape, 3, "[batch, entities, features]")
+        entities = validation.check_known_dim(
+            self, "inputs", input_shape, 1, "number of entities N")
+        features = validation.check_known_dim(self, "inputs", input_shape, 2, "feature size m")
         return entities, features
 
 
@@ -94,7 +95,7 @@ class MLPCentral(_CentralModule):
             raise ValueError("MLPCentral expects `hidden_units` to be a non-empty list of positive "
                              f"integers, received hidden_units={hidden_units!r}.")
         for units in hidden_units:
-            _checks.check_positive_int("MLPCentral", "hidden_units", units)
+            validation.check_positive_int("MLPCentral", "hidden_units", units)
         self.hidden_units = tuple(hidden_units)
 
     def build(self, input_shape):
@@ -146,8 +147,8 @@ class RelationNetCentral(_CentralModule):
 
     def __init__(self, hidden_units=256, output_dim=640, **kwargs):  # Table S2
         super().__init__(**kwargs)
-        _checks.check_positive_int("RelationNetCentral", "hidden_units", hidden_units)
-        _checks.check_positive_int("RelationNetCentral", "output_dim", output_dim)
+        validation.check_positive_int("RelationNetCentral", "hidden_units", hidden_units)
+        validation.check_positive_int("RelationNetCentral", "output_dim", output_dim)
         self.hidden_units = hidden_units
         self.output_dim = output_dim
 
@@ -202,9 +203,9 @@ class MultiHeadAttentionCentral(_CentralModule):
 
     def __init__(self, num_heads=32, key_dim=16, value_dim=20, **kwargs):  # Table S2
         super().__init__(**kwargs)
-        _checks.check_positive_int("MultiHeadAttentionCentral", "num_heads", num_heads)
-        _checks.check_positive_int("MultiHeadAttentionCentral", "key_dim", key_dim)
-        _checks.check_positive_int("MultiHeadAttentionCentral", "value_dim", value_dim)
+        validation.check_positive_int("MultiHeadAttentionCentral", "num_heads", num_heads)
+        validation.check_positive_int("MultiHeadAttentionCentral", "key_dim", key_dim)
+        validation.check_positive_int("MultiHeadAttentionCentral", "value_dim", value_dim)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -260,7 +261,7 @@ def make_central(central="predinet", **kwargs):
 
     ``kwargs`` override the module's constructor arguments (e.g. ``num_heads=8``).
     """
-    _checks.check_choice("make_central", "central", central, CENTRAL_MODULES)
+    validation.check_choice("make_central", "central", central, CENTRAL_MODULES)
     if central == "predinet":
         return PrediNet(name=CENTRAL, **kwargs)
     if central == "mlp1":
@@ -292,11 +293,11 @@ def build_model(central="predinet", num_classes=2, num_tasks=NUM_TASKS, image_sh
         A functional ``keras.Model`` taking ``{"image": [B, 36, 36, 3] raw 0..255 floats,
         "task": [B, num_tasks] one-hot}`` and returning ``[B, num_classes]`` logits.
     """
-    _checks.check_choice("build_model", "central", central, CENTRAL_MODULES)
+    validation.check_choice("build_model", "central", central, CENTRAL_MODULES)
     for argument, value in (("num_classes", num_classes), ("num_tasks", num_tasks),
                             ("conv_filters", conv_filters), ("conv_kernel", conv_kernel),
                             ("conv_stride", conv_stride), ("hidden_units", hidden_units)):
-        _checks.check_positive_int("build_model", argument, value)
+        validation.check_positive_int("build_model", argument, value)
     image = keras.Input(shape=tuple(image_shape), name="image")
     task = keras.Input(shape=(num_tasks,), name="task")
     scaled = keras.layers.Rescaling(PIXEL_SCALE, name="scale")(image)

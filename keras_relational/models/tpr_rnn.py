@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_relational.layers import _checks
+from keras_relational import validation
 from keras_relational.layers.tpr_memory import TPRMemory
 
 
@@ -43,17 +43,17 @@ class TPRSentenceEncoder(keras.layers.Layer):
 
     def __init__(self, vocab_size, symbol_dim=None, mask_pad_words=True, **kwargs):
         super().__init__(**kwargs)
-        _checks.check_positive_int("TPRSentenceEncoder", "vocab_size", vocab_size)
-        _checks.check_positive_int("TPRSentenceEncoder", "symbol_dim", symbol_dim,
+        validation.check_positive_int("TPRSentenceEncoder", "vocab_size", vocab_size)
+        validation.check_positive_int("TPRSentenceEncoder", "symbol_dim", symbol_dim,
                                    allow_none=True)
-        _checks.check_choice("TPRSentenceEncoder", "mask_pad_words", mask_pad_words,
+        validation.check_choice("TPRSentenceEncoder", "mask_pad_words", mask_pad_words,
                              (True, False))
         self.vocab_size = vocab_size
         self.symbol_dim = symbol_dim
         self.mask_pad_words = mask_pad_words
 
     def build(self, input_shape):
-        words = _checks.check_known_dim(self, "inputs", input_shape, -1, "number of words W")
+        words = validation.check_known_dim(self, "inputs", input_shape, -1, "number of words W")
         dim = self.symbol_dim or self.vocab_size
         self.embeddings = self.add_weight(
             name="embeddings", shape=(self.vocab_size, dim),
@@ -114,8 +114,8 @@ def tpr_rnn(
     Returns:
         An uncompiled ``keras.Model``.
     """
-    _checks.check_positive_int("tpr_rnn", "max_sentences", max_sentences)
-    _checks.check_positive_int("tpr_rnn", "max_words", max_words)
+    validation.check_positive_int("tpr_rnn", "max_sentences", max_sentences)
+    validation.check_positive_int("tpr_rnn", "max_words", max_words)
     story = keras.Input((max_sentences, max_words), dtype="int32", name="story")
     query = keras.Input((max_words,), dtype="int32", name="query")
     encoder = TPRSentenceEncoder(vocab_size, symbol_dim, mask_pad_words, name="sentence_encoder")

@@ -1,4 +1,11 @@
-"""Shared input validation: errors that name the argument, the expected and the received value."""
+"""Argument validation shared by the whole package: layers, models, environments, agents, binaries.
+
+Every check raises a ``ValueError`` whose message names the owner (a class or function), the
+argument, what was expected and what was received. Pure Python: importing this module loads
+neither Keras nor TensorFlow, so the environments use it too.
+"""
+
+import math
 
 
 def check_rank(layer, argument, shape, rank, layout):
@@ -29,6 +36,18 @@ def check_positive_int(owner, argument, value, allow_none=False):
         raise ValueError(
             f"{owner} expects `{argument}` to be a positive integer"
             f"{' or None' if allow_none else ''}, received {argument}={value!r}."
+        )
+
+
+def check_positive_number(owner, argument, value, allow_zero=False):
+    """Raises a ValueError unless ``value`` is a finite real number > 0 (or >= 0)."""
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and (value > 0 or (allow_zero and value == 0)))
+    if not ok:
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(
+            f"{owner} expects `{argument}` to be a finite {kind} number, "
+            f"received {argument}={value!r}."
         )
 
 
