@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   train a small relational model/agent on the embedded default and export it
-#   make test   run the whole test suite
+#   make test   lint, build the docs strictly and run the whole test suite
 # Both create .venv (Python 3.11) with the pinned stack when it is missing or out of date.
 
 PYTHON ?= python3.11
@@ -36,8 +36,11 @@ demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m experiments.train_boxworld --root_dir=$(DEMO_DIR) \
 		$(DEMO_FLAGS)
 
+# The docs build strictly (mkdocs.yml, site in build/site): a broken link, a missing results
+# file or an API reference that no longer resolves fails the test command.
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/python -m mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)

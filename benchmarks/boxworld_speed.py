@@ -11,7 +11,8 @@ second of CPU time used by the stepping process) is much less sensitive to other
 two-process rows run one batched env per process at the same time (a barrier aligns the starts)
 and add their rates. Prints a markdown table for the README.
 
-    .venv/bin/python benchmarks/boxworld_speed.py [--repeats 3] [--batch-sizes 256 1024]
+    .venv/bin/python benchmarks/boxworld_speed.py [--repeats 3] [--batch-sizes 256 1024] \\
+        [--output benchmarks/results/boxworld_speed.md]
 """
 
 import argparse
@@ -21,6 +22,7 @@ import platform
 import time
 
 import numpy as np
+import results_io  # benchmarks/results_io.py, beside this script
 
 from keras_relational.environments import (
     BatchedBoxWorld,
@@ -120,6 +122,8 @@ def main():
                         help="timed batched steps (10 step limits, so resets are included)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[256, 1024])
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--output", default=None,
+                        help="also write the table to this markdown file (and .json beside it)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     rows = []
@@ -149,26 +153,33 @@ def main():
     add("bridge BoxWorld", "`BatchedBridgeBoxWorld`", str(size), 1, rate)
     load_after = os.getloadavg()
 
-    print()
-    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, NumPy {np.__version__}; load average "
-          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after. Random actions, training "
-          f"distribution, resets and RGB observations included; best of {args.repeats} runs.")
-    print()
-    print("| environment | form | levels stepped together | processes | steps/s (wall clock) "
-          "| steps per CPU second (per process, summed) |")
-    print("|---|---|---|---|---|---|")
+    lines = [
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, NumPy {np.__version__}; load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after. Random actions, training "
+        f"distribution, resets and RGB observations included; best of {args.repeats} runs.", "",
+        "| environment | form | levels stepped together | processes | steps/s (wall clock) "
+        "| steps per CPU second (per process, summed) |",
+        "|---|---|---|---|---|---|"]
     for env, form, levels, processes, rate, cpu_rate in rows:
-        print(f"| {env} | {form} | {levels} | {processes} | {rate:,.0f} | {cpu_rate:,.0f} |")
-    print()
-    print("Reference point (quoted, not measured here): DeepMind's pycolab Box-World runs about "
-          "1.1-1.7e4 steps/s on one core without rendering pixels.")
+        lines.append(f"| {env} | {form} | {levels} | {processes} | {rate:,.0f} | {cpu_rate:,.0f} |")
     batched_best = max(row[4] for row in rows if row[0] == "BoxWorld" and "Batched" in row[1])
-    print(f"Goals (wall clock): single env >= {GOAL_SINGLE:.0e} steps/s: "
-          f"{'met' if single[0] >= GOAL_SINGLE else 'NOT met'} ({single[0]:,.0f}); batched "
-          f"(>= 256 levels) >= {GOAL_BATCHED:.0e} steps/s on 2 cores: "
-          f"{'met' if batched_best >= GOAL_BATCHED else 'NOT met'} ({batched_best:,.0f}).")
-
+    lines += [
+        "", "Reference point (quoted, not measured here): DeepMind's pycolab Box-World runs about "
+        "1.1-1.7e4 steps/s on one core without rendering pixels.",
+        f"Goals (wall clock): single env >= {GOAL_SINGLE:.0e} steps/s: "
+        f"{'met' if single[0] >= GOAL_SINGLE else 'NOT met'} ({single[0]:,.0f}); batched "
+        f"(>= 256 levels) >= {GOAL_BATCHED:.0e} steps/s on 2 cores: "
+        f"{'met' if batched_best >= GOAL_BATCHED else 'NOT met'} ({batched_best:,.0f})."]
+    text = "\n".join(lines)
+    print()
+    print(text)
+    if args.output:
+        results_io.write_markdown(args.output, text)
+        results_io.write_json(os.path.splitext(args.output)[0] + ".json", {
+            "args": vars(args), "load_average": [load_before[0], load_after[0]],
+            "rows": [dict(zip(("environment", "form", "levels", "processes", "steps_per_s",
+                               "steps_per_cpu_s"), row, strict=True)) for row in rows]})
 
 if __name__ == "__main__":
     main()

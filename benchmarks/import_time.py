@@ -4,7 +4,8 @@ Runs one warm-up process, then ``--repeats`` measured processes, each timing (in
 ``perf_counter``) ``import keras`` (which imports the TensorFlow backend) and then
 ``import keras_relational``. Prints the minimum and median of each. The goal is < 5 s in all.
 
-    .venv/bin/python benchmarks/import_time.py [--repeats 5]
+    .venv/bin/python benchmarks/import_time.py [--repeats 5] \\
+        [--output benchmarks/results/import_time.md]
 """
 
 import argparse
@@ -12,6 +13,8 @@ import os
 import statistics
 import subprocess
 import sys
+
+import results_io  # benchmarks/results_io.py, beside this script
 
 _CODE = """
 import time
@@ -39,13 +42,23 @@ def measure(repeats):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--output", default=None,
+                        help="also write the table to this markdown file (and .json beside it)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     total, own = measure(args.repeats)
-    print(f"| what | min (s) | median (s) |\n|---|---|---|\n"
-          f"| `import keras_relational` in all (Keras + TensorFlow + ours) | {min(total):.2f} | "
-          f"{statistics.median(total):.2f} |\n"
-          f"| our own modules (after `import keras`) | {min(own):.3f} | "
-          f"{statistics.median(own):.3f} |")
+    table = (f"| what | min (s) | median (s) |\n|---|---|---|\n"
+             f"| `import keras_relational` in all (Keras + TensorFlow + ours) | "
+             f"{min(total):.2f} | {statistics.median(total):.2f} |\n"
+             f"| our own modules (after `import keras`) | {min(own):.3f} | "
+             f"{statistics.median(own):.3f} |")
+    print(table)
+    if args.output:
+        note = (f"Fresh processes after one warm-up, {args.repeats} measured; load average "
+                f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs.")
+        results_io.write_markdown(args.output, f"{note}\n\n{table}")
+        results_io.write_json(os.path.splitext(args.output)[0] + ".json",
+                              {"args": vars(args), "total_s": total, "own_s": own})
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import re
 import tempfile
 import time
 
+import results_io  # benchmarks/results_io.py, beside this script
+
 ENV_KWARGS = dict(goal_length=1, num_distractors=0, room_size=6)  # the `make demo` level
 MODEL_KWARGS = dict(key_dim=32, head_units=(64,) * 4)  # --key_dim=32 --head_width=64
 
@@ -100,6 +102,8 @@ def main():
                         action=argparse.BooleanOptionalAction,
                         help="training runs: actors act through the XLA-compiled forward pass "
                              "(train_eval's V-trace default); collection only measures both")
+    parser.add_argument("--output", default=None,
+                        help="also write the tables to this markdown file")
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
@@ -121,6 +125,7 @@ def main():
               flush=True)
 
     acting = "XLA-compiled" if args.actor_jit_compile else "plain"
+    captured = results_io.StdoutCapture()
     print(f"\nDemo-sized relational agent, 6x6 BoxWorld, {args.num_envs} envs x "
           f"{args.unroll_length} steps per unroll; training: V-trace, {args.iterations} timed "
           f"updates, {acting} acting; collection only: {args.unrolls} timed unrolls, no "
@@ -136,6 +141,7 @@ def main():
     two, one = by_label["2 Ray actors"], by_label["1 Ray actor"]
     print(f"\n2 / 1 Ray actors: training {two[1] / one[1]:.2f}x, collection only (XLA) "
           f"{two[3] / one[3]:.2f}x")
+    captured.write_markdown(args.output)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import time
 
 import keras
 import numpy as np
+import results_io  # benchmarks/results_io.py, beside this script
 
 import keras_relational
 
@@ -136,6 +137,8 @@ def main():
                         help="wall-clock time, or the process' CPU time (less sensitive to other "
                              "processes; use with --threads 1)")
     parser.add_argument("--no-flops", dest="flops", action="store_false")
+    parser.add_argument("--output", default=None,
+                        help="also write the tables to this markdown file")
     args = parser.parse_args()
     if args.threads:
         import tensorflow as tf
@@ -168,6 +171,7 @@ def main():
         rows.append((n, med, ratio))
         print(f"N={n}: done (load {os.getloadavg()[0]:.1f})", flush=True)
     load_after = os.getloadavg()
+    captured = results_io.StdoutCapture()
     print(f"\n{datetime.date.today()}: train step, batch {args.batch}, F={args.features}, "
           f"{HEADS} heads x {KEY_DIM}, MLP {HIDDEN}; {args.clock} time, median over {args.rounds} "
           f"interleaved rounds of {args.steps} steps ({keras.backend.backend()} backend, CPU, "
@@ -193,6 +197,7 @@ def main():
                      f"{100 * ours['dot_flops'] / ours['flops']:.0f} % / "
                      f"{100 * theirs['dot_flops'] / theirs['flops']:.0f} % |")
         print(line)
+    captured.write_markdown(args.output)
 
 
 if __name__ == "__main__":

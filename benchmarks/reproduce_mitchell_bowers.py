@@ -1,6 +1,7 @@
 r"""Reproduces Mitchell & Bowers' Tables I and II on a CPU and prints them as markdown.
 
-    python -m benchmarks.reproduce_mitchell_bowers --output=benchmarks/reproduce_mitchell_bowers.md
+    python -m benchmarks.reproduce_mitchell_bowers \
+        --output=benchmarks/results/mitchell_bowers_run.md
 
 Table I uses the paper's protocol as is (Adam 0.1, 1000 epochs, batch 16, no bias in the
 convolution). Table II's paper protocol (100 epochs x 10 seeds x 2 models x 2 training sets) is
@@ -11,9 +12,9 @@ accuracy; 1,000 long test strings per length instead of 3,333; 3 seeds instead o
 stack LSTM then trains a fixed 6 epochs and keeps the last (as the paper keeps its 100th), with
 ``shift_entropy_cost=0.01``: 0.01 x the mean entropy of its push / stay / pop filters is added
 to the loss, a push towards discrete stack actions that is not in the paper (without it, the
-N_A > 2 accuracy peaked early and then fell while the dev loss kept falling; see
-``reproduce_mitchell_bowers.md``). The standard LSTM has no stack to penalise and uses early
-stopping on the dev set: training stops once the dev *string* accuracy reaches 99% or stops
+N_A > 2 accuracy peaked early and then fell while the dev loss kept falling; see the report
+``benchmarks/results/mitchell_bowers.md``). The standard LSTM has no stack to penalise and uses
+early stopping on the dev set: training stops once the dev *string* accuracy reaches 99% or stops
 improving, at most 4 epochs, and the best dev epoch is kept. Only dev splits drive these choices
 (in the N_A > 2 condition the dev set is filtered like the training set).
 ``--protocol=quick`` is the fast protocol with early stopping for the conv stack LSTM too and
@@ -46,6 +47,7 @@ import time
 import keras
 from absl import app, flags
 
+from benchmarks import results_io
 from keras_relational.experiments import symmetry_lib
 
 FLAGS = flags.FLAGS
@@ -298,8 +300,7 @@ def main(argv):
     with open(os.path.join(FLAGS.root_dir, "raw_results.json"), "w") as f:
         json.dump(raw, f, indent=1, default=str)
     if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            f.write(text + "\n")
+        results_io.write_markdown(FLAGS.output, text)
 
 
 if __name__ == "__main__":

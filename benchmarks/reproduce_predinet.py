@@ -6,7 +6,8 @@ and stripes sets. The paper's numbers (mean +- spread over 10 runs of 100,000 ba
 printed next to ours (1 seed, ``--num_batches`` batches, stated in the table).
 
     python -m benchmarks.reproduce_predinet --root_dir=/tmp/predinet_table1 \
-        --tasks=same,between,occurs --centrals=predinet,mlp1,mlp2,mha --num_batches=100000
+        --tasks=same,between,occurs --centrals=predinet,mlp1,mlp2,mha --num_batches=100000 \
+        --output=benchmarks/results/predinet_table1.md
 
 Runs already finished under ``root_dir`` are reused, so the table can be extended run by run
 (e.g. a longer PrediNet run and shorter baselines: ``--num_batches`` is part of the run's
@@ -20,6 +21,8 @@ import time
 
 from absl import app, flags
 
+from benchmarks import results_io
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/predinet_table1", "Where runs and results are kept.")
 flags.DEFINE_list("tasks", ["same", "between", "occurs"], "Table 1 tasks.")
@@ -30,6 +33,8 @@ flags.DEFINE_integer("num_eval_examples", 5_000, "Held-out images per object set
 flags.DEFINE_integer("eval_interval", 5_000, "Batches between monitor evaluations.")
 flags.DEFINE_integer("seed", 0, "Seed.")
 flags.DEFINE_bool("table_only", False, "Only print the table of finished runs.")
+flags.DEFINE_string("output", None, "Markdown file to write the table to (printed anyway), e.g. "
+                    "benchmarks/results/predinet_table1.md.")
 
 NAMES = {"mlp1": "MLP1", "mlp2": "MLP2", "relation_net": "RN", "mha": "MHA",
          "predinet": "PrediNet"}
@@ -120,12 +125,15 @@ def main(argv):
                     with open(meta_path, "w") as f:
                         json.dump({"task": task, "central": central,
                                    "minutes": (time.time() - start) / 60.0}, f)
-    print(f"\nRelations Game, Table 1 subset. Ours: 1 seed, SGD lr 0.01, batch 10, "
-          f"{FLAGS.num_train_examples:,} generated pentomino training images, accuracy on "
-          f"{FLAGS.num_eval_examples:,} generated held-out images per set; 'train min' is the "
-          f"wall time of the run (training + evaluation) on a shared 2-core CPU. Paper: mean ± "
-          f"spread over 10 runs of 100,000 batches.\n")
-    print(markdown_table(load_results(FLAGS.root_dir), FLAGS.tasks, FLAGS.centrals))
+    text = (f"Relations Game, Table 1 subset. Ours: 1 seed, SGD lr 0.01, batch 10, "
+            f"{FLAGS.num_train_examples:,} generated pentomino training images, accuracy on "
+            f"{FLAGS.num_eval_examples:,} generated held-out images per set; 'train min' is the "
+            f"wall time of the run (training + evaluation) on a shared 2-core CPU. Paper: mean ± "
+            f"spread over 10 runs of 100,000 batches.\n\n"
+            + markdown_table(load_results(FLAGS.root_dir), FLAGS.tasks, FLAGS.centrals))
+    print("\n" + text)
+    if FLAGS.output:
+        results_io.write_markdown(FLAGS.output, text)
 
 
 if __name__ == "__main__":

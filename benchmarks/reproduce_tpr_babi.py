@@ -1,7 +1,7 @@
 r"""Single-task TPR-RNN error on generated bAbI tasks, next to Schlag & Schmidhuber (2018) Table 2.
 
     python benchmarks/reproduce_tpr_babi.py --root_dir=/tmp/tpr_babi_repro --tasks=1,2,6 \
-        --max_minutes=20
+        --max_minutes=20 --output=benchmarks/results/tpr_babi.md
 
 Each task trains its own model (single-task setting: E=15, R=10, H=40, batch 128, Nadam 1e-3 with
 50 warm-up steps, global clip 5) on generated data (9,000 train / 1,000 valid / 1,000 test
@@ -16,6 +16,7 @@ import json
 import os
 import platform
 
+import results_io  # benchmarks/results_io.py, beside this script
 from absl import app, flags
 
 from keras_relational.experiments import babi_lib
@@ -36,6 +37,8 @@ flags.DEFINE_float("max_minutes", 20.0, "Training budget per task (wall clock)."
 flags.DEFINE_float("target_val_accuracy", 0.998, "Stop a task early at this validation accuracy.")
 flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.")
 flags.DEFINE_integer("seed", 0, "Seed.")
+flags.DEFINE_string("output", None, "Also write the table to this markdown file (and the "
+                    "results to a .json beside it), e.g. benchmarks/results/tpr_babi.md.")
 
 
 def main(argv):
@@ -70,9 +73,13 @@ def main(argv):
     os.makedirs(FLAGS.root_dir, exist_ok=True)
     with open(os.path.join(FLAGS.root_dir, "table.md"), "w") as f:
         f.write(table + "\n")
+    summary = {str(t): {k: v for k, v in r.items() if k not in ("model", "vocabulary")}
+               for t, r in rows}
     with open(os.path.join(FLAGS.root_dir, "results.json"), "w") as f:
-        json.dump({str(t): {k: v for k, v in r.items() if k not in ("model", "vocabulary")}
-                   for t, r in rows}, f, indent=2, default=str)
+        json.dump(summary, f, indent=2, default=str)
+    if FLAGS.output:
+        results_io.write_markdown(FLAGS.output, table)
+        results_io.write_json(os.path.splitext(FLAGS.output)[0] + ".json", {"tasks": summary})
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ runs them side by side (each then gets about half of the cores: say so when repo
 """
 
 import argparse
-import json
 import multiprocessing
 import os
 import tempfile
 import time
+
+import results_io  # benchmarks/results_io.py, beside this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARKS_MINUTES = (1, 2, 5, 10, 15, 20, 30, 45, 60)
@@ -129,11 +130,8 @@ def main():
               f"{', agents run concurrently' if args.concurrent else ''}; load average at the "
               f"end {load[0]:.1f}; total {(time.time() - started) / 60:.0f} min.")
     print(table)
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output + ".json", "w") as f:
-        json.dump(dict(args=vars(args), results=results), f, indent=1)
-    with open(args.output + ".md", "w") as f:
-        f.write(table + "\n")
+    results_io.write_json(args.output + ".json", dict(args=vars(args), results=results))
+    results_io.write_markdown(args.output + ".md", table)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ For each agent (relational on BoxWorld, simplicial on bridge BoxWorld, at the pa
 The in-process actor acts through its XLA-compiled policy copy, ``train_eval``'s default
 (``--no-actor_jit_compile``: the plain collect policy).
 
-    .venv/bin/python benchmarks/rl_throughput.py [--iterations 20] [--output results.json]
+    .venv/bin/python benchmarks/rl_throughput.py [--iterations 20] \
+        [--output benchmarks/results/rl_throughput.md]
 """
 
 import argparse
@@ -31,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import results_io  # benchmarks/results_io.py, beside this script
 
 _FLOPS_CODE = r"""
 import json, sys
@@ -202,7 +205,8 @@ def main():
     parser.add_argument("--actor_jit_compile", default=True,
                         action=argparse.BooleanOptionalAction,
                         help="Act through the XLA-compiled policy copy (train_eval's default).")
-    parser.add_argument("--output", help="JSON file for the raw figures.")
+    parser.add_argument("--output", help="also write the tables to this markdown file (and the "
+                        "raw figures to a .json beside it)")
     args = parser.parse_args()
     import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
 
@@ -231,6 +235,7 @@ def main():
                          bytes_per_frame=bytes_per_frame, memory_estimate_fps=memory_rate,
                          measured=measured, network_only=network))
         print(f"{label}: done", flush=True)
+    captured = results_io.StdoutCapture()
     print(f"\nfloat32 matmul throughput (TensorFlow, 2048^2): {throughput:.1f} GFLOP/s; memory "
           f"bandwidth (TensorFlow, 256 MB operands): {bandwidth:.1f} GB/s; V-trace, "
           f"{args.num_envs} envs x {args.unroll_length} steps per update, {args.iterations} "
@@ -269,10 +274,11 @@ def main():
         measured, network = row["measured"], row["network_only"]
         print(f"| {row['agent']} | {measured['acting_ms']:.3f} | {measured['learning_ms']:.3f} | "
               f"{network['acting_ms']:.3f} | {network['learning_ms']:.3f} |")
+    captured.write_markdown(args.output)
     if args.output:
-        with open(args.output, "w") as f:
-            json.dump({"matmul_gflops": throughput, "memory_gbytes_per_second": bandwidth,
-                       "args": vars(args), "rows": rows}, f, indent=1)
+        results_io.write_json(os.path.splitext(args.output)[0] + ".json", {
+            "matmul_gflops": throughput, "memory_gbytes_per_second": bandwidth,
+            "args": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ def parse_args(argv):
                         help="intra-op threads (1: CPU time = work done, robust to other load)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="time.process_time (CPU time of this process) or perf_counter")
+    parser.add_argument("--output", default=None,
+                        help="also write the tables to this markdown file")
     return parser.parse_args(argv)
 
 
@@ -64,6 +66,7 @@ if ARGS.backend == "tensorflow":
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import results_io  # noqa: E402  (benchmarks/results_io.py, beside this script)
 
 import keras_relational  # noqa: E402
 
@@ -223,12 +226,14 @@ def scaling():
 
 
 def main():
+    captured = results_io.StdoutCapture()
     print(f"keras {keras.__version__}, backend {keras.backend.backend()}, "
           f"{os.cpu_count()} CPUs visible")
     if ARGS.part in ("agent", "all"):
         agent_widths()
     if ARGS.part in ("scaling", "all"):
         scaling()
+    captured.write_markdown(ARGS.output)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,8 @@ def main():
     parser.add_argument("--batch", type=int, default=32 * 41, help="frames per learner step")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (best shown)")
     parser.add_argument("--top", type=int, default=12, help="dots listed (0: all)")
+    parser.add_argument("--output", default=None,
+                        help="also write the tables to this markdown file")
     args = parser.parse_args()
     dump_dir = tempfile.mkdtemp(prefix="xla_dump_")
     os.environ["XLA_FLAGS"] = " ".join([
@@ -152,6 +154,10 @@ def main():
     dot_flop = sum(d[4] for d in dots)
     dot_rate = dot_flop / dot_seconds / 1e9
 
+    # Imported here: tests load this file by path, without benchmarks/ on sys.path.
+    import results_io  # benchmarks/results_io.py, beside this script
+
+    captured = results_io.StdoutCapture()
     print(f"\n{args.agent} agent, XLA-compiled forward + backward on {args.batch} frames: "
           f"{wall * 1e3:,.0f} ms per step ({wall * 1e3 / args.batch:.3f} ms per frame); its "
           f"{len(dots)} dots alone: {dot_seconds * 1e3:,.0f} ms, so about "
@@ -174,6 +180,7 @@ def main():
           f"the most the step could reach if every other op cost nothing. The whole step: "
           f"{dot_flop / wall / 1e9:.0f} GFLOP/s = {dot_flop / wall / 1e9 / matmul_rate:.0%} of "
           f"the matmul rate; the dots alone take {dot_seconds / wall:.0%} of its time.")
+    captured.write_markdown(args.output)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,83 @@
+"""Writes a benchmark's results file: atomically, its first line naming the command that wrote it.
+
+Every figure in the docs comes from a file under ``benchmarks/results/`` written this way, so the
+docs can show the command next to the figure (``tests/test_docs.py`` checks the first line).
+"""
+
+import json
+import os
+import shlex
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(REPO, "benchmarks", "results")
+
+
+def command_line(argv=None):
+    """The command that started this process, as typed from the repository root."""
+    argv = list(sys.argv if argv is None else argv)
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name != "__main__":  # started with `python -m module`
+        head = ["python", "-m", spec.name]
+    else:
+        head = ["python", os.path.relpath(os.path.abspath(argv[0]), REPO)]
+    return " ".join(head + [shlex.quote(arg) for arg in argv[1:]])
+
+
+def _write_atomically(path, text):
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as f:
+            f.write(text)
+        os.replace(temporary, path)  # readers never see a half-written file
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def write_markdown(path, body, command=None):
+    """Writes ``body`` to ``path`` after a first line naming the command."""
+    _write_atomically(path, f"Written by `{command or command_line()}`.\n\n{body.strip()}\n")
+
+
+def write_json(path, data, command=None):
+    """Writes ``data`` (a dict) to ``path`` as JSON with a ``"command"`` key."""
+    _write_atomically(path, json.dumps({"command": command or command_line(), **data},
+                                       indent=1, default=str) + "\n")
+
+
+class StdoutCapture:
+    """Tees everything printed from its creation on, to write it as a results file at the end.
+
+    For scripts that print their tables piece by piece::
+
+        captured = results_io.StdoutCapture()
+        print(...)  # the tables
+        captured.write_markdown(args.output)  # nothing is written if the script fails before
+    """
+
+    def __init__(self):
+        self._chunks = []
+        self._stdout = sys.stdout
+        sys.stdout = self
+
+    def write(self, text):
+        self._chunks.append(text)
+        return self._stdout.write(text)
+
+    def flush(self):
+        self._stdout.flush()
+
+    def stop(self):
+        """Stops capturing and returns what was printed."""
+        sys.stdout = self._stdout
+        return "".join(self._chunks)
+
+    def write_markdown(self, path, command=None):
+        """Stops capturing and, when ``path`` is set, writes what was printed to it."""
+        text = self.stop()
+        if path:
+            write_markdown(path, text, command)
