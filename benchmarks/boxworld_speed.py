@@ -9,7 +9,7 @@ steps (10 step limits, so every level is reset about 10 times). Each figure is t
 `--repeats` timed runs, because the machine may be shared; the CPU-time column (steps per
 second of CPU time used by the stepping process) is much less sensitive to other load. The
 two-process rows run one batched env per process at the same time (a barrier aligns the starts)
-and add their rates. Prints a markdown table for the README.
+and add their rates. Prints a markdown table (`--output`: also a results file for the docs).
 
     .venv/bin/python benchmarks/boxworld_speed.py [--repeats 3] [--batch-sizes 256 1024] \\
         [--output benchmarks/results/boxworld_speed.md]

@@ -77,7 +77,12 @@ class StdoutCapture:
         return "".join(self._chunks)
 
     def write_markdown(self, path, command=None):
-        """Stops capturing and, when ``path`` is set, writes what was printed to it."""
+        """Stops capturing and, when ``path`` is set, writes what was printed to it.
+
+        A last line gives the machine's load, which the figures of a shared machine depend on.
+        """
         text = self.stop()
         if path:
-            write_markdown(path, text, command)
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            write_markdown(path, f"{text.strip()}\n\nLoad average at the end (1/5/15 min): "
+                                 f"{load}; {os.cpu_count()} CPUs.", command)

@@ -1,7 +1,8 @@
 """The docs' figures come from results files that exist and name the command that wrote them.
 
 Convention (docs/contributing.md, "Docs and figures"): a benchmark or reproduction script writes
-``benchmarks/results/<name>.md`` whose first line is ``Written by `<command>`.`` and
+``benchmarks/results/<name>.md`` whose first line is ``Written by `<command>`.`` (or just the
+command in backticks) and
 ``<name>.json`` with a ``"command"`` key (``benchmarks/results_io.py``). A page (README.md or
 docs/**/*.md) cites a results file by its path; a path right after ``--output`` is a file a
 command *would* write, not a citation. A page that cites a results file names its command, by
@@ -22,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CITATION = re.compile(r"(--output[= ])?(benchmarks/results/[\w./-]*\w\.(?:md|json))")
 _INCLUDE = re.compile(r'^--8<-- "(benchmarks/results/[^"]+)"\s*$', re.MULTILINE)
-_FIRST_LINE = re.compile(r"^Written by `([^`]+)`")
+_FIRST_LINE = re.compile(r"^(?:Written by )?`([^`]+)`")
 _SCRIPT = re.compile(r"\bpython (?:-m benchmarks\.(\w+)|benchmarks/(\w+)\.py)\b")
 
 
@@ -157,6 +158,7 @@ def test_a_page_without_the_command_fails(fake_repo):
 
 
 def test_a_results_file_without_its_command_fails(fake_repo):
+    _write(fake_repo, "benchmarks/results/bare.md", "`python benchmarks/speed.py`\n\n| x |\n")
     _write(fake_repo, "benchmarks/results/old.md", "| x | 2.0 |\n")
     _write(fake_repo, "benchmarks/results/orphan.json",
            json.dumps({"command": "python benchmarks/gone.py"}))
@@ -199,4 +201,6 @@ def test_results_io_writes_the_convention(tmp_path, monkeypatch):
     captured.write_markdown(os.path.join(root, "captured.md"), command="python benchmarks/s.py")
     assert sys.stdout is captured._stdout
     with open(os.path.join(root, "captured.md"), encoding="utf-8") as f:
-        assert f.read() == "Written by `python benchmarks/s.py`.\n\n| y | 2 |\n"
+        lines = f.read().splitlines()
+    assert lines[:4] == ["Written by `python benchmarks/s.py`.", "", "| y | 2 |", ""]
+    assert lines[4].startswith("Load average at the end (1/5/15 min): ")
