@@ -66,7 +66,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     paper's gated write. ``shift_entropy_cost`` (conv stack only; the paper's is 0) adds that
     multiple of the mean entropy of the stacks' push / stay / pop filters to the loss
     (``symmetry.conv_stack_lstm``). ``condition="nesting"`` retrains on strings with at most 4
-    ``a`` (the "N_A > 2" column). ``data`` may pass ready splits (see ``palindrome_data``).
+    ``a`` (the "N_A > 2" column). ``data`` may pass ready splits (see
+    ``palindromes_eval_lib.palindrome_data``).
     ``early_stopping`` (not the paper's: it keeps the last epoch) scores every epoch from the
     restart check or ``min_epochs``, whichever is later, by the dev string accuracy (with
     ``select_on_long_dev``, the minimum of it and the long-dev one), stops once the score
