@@ -48,7 +48,12 @@ import keras
 from absl import app, flags
 
 from benchmarks import results_io
-from keras_relational.experiments import symmetry_lib
+from keras_relational.experiments import (
+    palindromes_eval_lib,
+    palindromes_lib,
+    rule_learning_lib,
+    symmetry_lib,
+)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/reproduce_mitchell_bowers", "Where runs are written.")
@@ -78,7 +83,8 @@ flags.DEFINE_float("straight_through_learning_rate", None, "Adam's learning rate
                    "conv stack LSTM's hard epochs (straight_through protocol; default: the "
                    "protocol's learning rate).")
 flags.DEFINE_enum("write_mode", "embedding_on_push", ["gated", "embedding_on_push"],
-                  "Stack write path for Table II (spec Sec. 2.2: the code's variant by default).")
+                  "Stack write path for Table II (default: the authors' code's variant; App. B, "
+                  "eqs. (3) and (6), describe the gated write).")
 
 FAST_CONV_STACK_EPOCHS = 6
 FAST_SHIFT_ENTROPY_COST = 0.01
@@ -145,7 +151,7 @@ def table1(root_dir, seeds):
     raw = {}
     for key, model, kwargs in [("rnn", "rnn", {}), ("mlp", "mlp", {}), ("conv", "conv", {}),
                                ("conv_restart", "conv", {"restart_until_fit": True})]:
-        runs = [symmetry_lib.rule_learning_train_eval(
+        runs = [rule_learning_lib.rule_learning_train_eval(
             os.path.join(root_dir, "table1", key, f"seed_{s}"), model=model, seed=s,
             tensorboard=FLAGS.artifacts, export=FLAGS.artifacts and s == 0, **kwargs)
             for s in range(seeds)]
@@ -193,9 +199,9 @@ def _table2_run(job):
     condition, model, seed, root_dir, data_sizes, settings = job
     data_key = ("data", condition)
     if data_key not in _WORKER_CACHE:
-        _WORKER_CACHE[data_key] = symmetry_lib.palindrome_data(condition, **data_sizes)
+        _WORKER_CACHE[data_key] = palindromes_eval_lib.palindrome_data(condition, **data_sizes)
     models = _WORKER_CACHE.setdefault("models", {})  # one XLA compile per model and training set
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         os.path.join(root_dir, "table2", condition, model, f"seed_{seed}"), model=model,
         condition=condition, seed=seed, data=_WORKER_CACHE[data_key], model_cache=models,
         **settings)

@@ -1,4 +1,4 @@
-"""Library behind ``python -m experiments.train_babi``: data, the training loop and evaluation.
+"""The library behind the ``train_babi`` binary: data, the training loop and evaluation.
 
 ``train_eval(root_dir, ...)`` trains a TPR-RNN (Schlag & Schmidhuber 2018) on one or several
 bAbI tasks (joint training with a shared vocabulary when several are given), from generated data
@@ -73,7 +73,7 @@ def _inputs(arrays):
 
 class _LearningRateSchedule(keras.callbacks.Callback):
     """Warm-up at ``warmup_factor * lr`` for ``warmup_steps``, then ``lr``; optional one-time
-    halving when the validation loss first drops below ``decay_threshold`` (spec Sec. 3.2)."""
+    halving when the validation loss first drops below ``decay_threshold`` (authors' code)."""
 
     def __init__(self, learning_rate, warmup_steps, warmup_factor, lr_decay, decay_threshold):
         super().__init__()
@@ -142,7 +142,7 @@ def train_eval(
     num_test=1000,
     story_options=None,
     entity_dim=15,  # Schlag & Schmidhuber 2018, Sec. 7 (single-task)
-    relation_dim=10,  # spec Sec. 3.1 proposal
+    relation_dim=10,  # not stated for single tasks (Schlag & Schmidhuber 2018, Sec. 7: E only)
     hidden_dim=40,  # authors' code release
     use_move=True,
     use_backlink=True,
@@ -154,7 +154,7 @@ def train_eval(
     warmup_steps=50,  # authors' code: first 50 steps at 0.1 x lr
     warmup_factor=0.1,
     global_clipnorm=5.0,  # authors' code
-    lr_decay="once",  # spec Sec. 8, item 11: "once" (intended) or "none" (released code)
+    lr_decay="once",  # authors' code: "once" as intended, "none" as it runs (reset each step)
     decay_threshold=0.1,
     patience=30,
     target_val_accuracy=None,
@@ -211,8 +211,8 @@ def train_eval(
                         relation_dim=relation_dim, hidden_dim=hidden_dim, use_move=use_move,
                         use_backlink=use_backlink, mask_pad_words=mask_pad_words,
                         implementation=implementation)
-        # Keras' Nadam has a momentum schedule that TF1 contrib's NadamOptimizer lacks
-        # (spec Sec. 8).
+        # Keras' Nadam has a momentum schedule that TF1 contrib's NadamOptimizer (the authors'
+        # code) lacks.
         optimizer = keras.optimizers.Nadam(learning_rate=learning_rate, beta_1=0.9,
                                            beta_2=0.999, epsilon=1e-8,
                                            global_clipnorm=global_clipnorm)

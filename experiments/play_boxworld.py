@@ -1,9 +1,10 @@
-r"""Plays BoxWorld episodes with a policy exported by ``experiments.train_boxworld``.
+r"""Plays BoxWorld episodes with a policy exported by ``train_boxworld``.
 
 Loads the PolicySaver SavedModel with ``tf.saved_model.load`` (no training code needed) and
 prints each episode's return and whether it was solved; ``--gif`` writes the first episode.
 
-    python -m experiments.play_boxworld --policy_dir=/tmp/boxworld/policies/collect_policy \
+    python -m keras_relational.experiments.play_boxworld \
+        --policy_dir=/tmp/boxworld/policies/collect_policy \
         --goal_length=1 --num_distractors=0 --episodes=10 --gif=/tmp/episode.gif
 """
 
@@ -58,5 +59,13 @@ def main(argv):
         print(f"wrote {environments.save_episode(frames, FLAGS.gif)}")
 
 
-if __name__ == "__main__":
+def run():
+    """The ``play_boxworld`` console script (the same help and flags as ``python -m``)."""
+    from keras_relational.experiments import console
+
+    console.adopt_main_help(__name__)
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

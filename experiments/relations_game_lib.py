@@ -1,9 +1,9 @@
 """Relations Game training library: tf.data pipelines, single-task training and the 4-stage
-transfer protocol of Shanahan et al. (2020) (spec Sec. 6).
+transfer protocol of Shanahan et al. (2020) (Table 1; Fig. 3).
 
 ``train_eval(root_dir, ...)`` trains on pentominoes and evaluates on the held-out hexomino and
 stripes sets. Without ``curriculum_task`` it is one single-task run (Table 1). With
-``curriculum_task`` it runs the transfer protocol (Fig. 3, spec Sec. 6.2), one sub-directory per
+``curriculum_task`` it runs the transfer protocol (Fig. 3), one sub-directory per
 stage:
 
 1. ``stage_1_scratch``: a fresh model trained on the target task.
@@ -199,7 +199,7 @@ def train_eval(
     optimizer="sgd",  # Table S2: plain gradient descent
     learning_rate=0.01,  # Table S2
     num_train_examples=50_000,  # reference notebook's "mini" pentomino sets
-    num_eval_examples=5_000,  # spec Sec. 6.1 proposal: >= 5,000 held-out images
+    num_eval_examples=5_000,  # not the paper's; the reference notebook tests 250 images
     eval_interval=500,  # reference notebook: held-out accuracy every 500 batches
     num_monitor_examples=250,  # reference notebook: one batch of 250 held-out images
     early_stopping_accuracy=None,  # reference notebook used 0.99; off as in the paper
@@ -218,7 +218,7 @@ def train_eval(
         task: the target task, a name in ``relations_game.TASKS``.
         curriculum_task: ``None`` for a single-task run, else the pre-training task of the
             4-stage transfer protocol (e.g. ``task="column_patterns_3",
-            curriculum_task="between"``, combination A of spec Sec. 6.2).
+            curriculum_task="between"``, the combination of Shanahan et al. 2020, Fig. 4).
         num_batches: batches per training run (per stage in the protocol).
         batch_size, optimizer, learning_rate: SGD 0.01 with batches of 10 in the paper;
             ``optimizer="adam"`` (lr 1e-4) is the Supplement's variant. ``batch_size`` is the

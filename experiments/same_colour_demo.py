@@ -5,7 +5,7 @@ two of the dots share a colour. Deciding it needs a comparison between entities,
 relational module provides: conv stem -> SpatialEntities -> RelationalModule -> EntityMaxPool ->
 MLP. Everything is generated on the fly (nothing is downloaded).
 
-    python -m experiments.same_colour_demo --root_dir=/tmp/same_colour_demo
+    python -m keras_relational.experiments.same_colour_demo --root_dir=/tmp/same_colour_demo
 
 Writes ``root_dir/model.keras`` (the trained model; a repeated run reloads it), ``root_dir/backup``
 (per-epoch state while training, so a killed run resumes), ``root_dir/train`` (TensorBoard) and
@@ -17,7 +17,7 @@ import os
 import numpy as np
 from absl import app, flags, logging
 
-from keras_relational.experiments import distribution_lib
+from keras_relational.experiments import console, distribution_lib
 
 _PALETTE = np.array(
     [[230, 25, 75], [60, 180, 75], [0, 130, 200], [245, 130, 48], [145, 30, 180],
@@ -126,5 +126,11 @@ def main(argv):
                distribution_strategy=FLAGS.distribution_strategy)
 
 
-if __name__ == "__main__":
+def run():
+    """The ``same_colour_demo`` console script (the same help and flags as ``python -m``)."""
+    console.adopt_main_help(__name__)
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -2,11 +2,12 @@ r"""Trains a TPR-RNN (Schlag & Schmidhuber 2018) on bAbI and prints the per-task
 
 Generated single task (CPU scale):
 
-    python -m experiments.train_babi --root_dir=/tmp/tpr_babi1 --tasks=1 --max_minutes=20
+    python -m keras_relational.experiments.train_babi --root_dir=/tmp/tpr_babi1 --tasks=1 \
+        --max_minutes=20
 
 Real bAbI v1.2 files downloaded by you (e.g. tasks_1-20_v1-2/en-valid-10k):
 
-    python -m experiments.train_babi --root_dir=/tmp/tpr_real --tasks=1,2,3 \
+    python -m keras_relational.experiments.train_babi --root_dir=/tmp/tpr_real --tasks=1,2,3 \
         --data_dir=/path/to/en-valid-10k
 
 Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
@@ -15,7 +16,7 @@ Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
 
 from absl import app, flags
 
-from keras_relational.experiments import babi_lib, distribution_lib
+from keras_relational.experiments import babi_lib, console, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
@@ -25,7 +26,7 @@ flags.DEFINE_integer("num_train", 9000, "Generated training questions per task."
 flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.")
 flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.")
 flags.DEFINE_integer("entity_dim", 15, "E (single-task size, paper Sec. 7).")
-flags.DEFINE_integer("relation_dim", 10, "R (spec proposal).")
+flags.DEFINE_integer("relation_dim", 10, "R (not stated for single tasks in the paper).")
 flags.DEFINE_integer("hidden_dim", 40, "MLP hidden width H (authors' code).")
 flags.DEFINE_bool("use_move", True, "Use the move operation.")
 flags.DEFINE_bool("use_backlink", True, "Use the backlink operation.")
@@ -75,5 +76,11 @@ def main(argv):
     )
 
 
-if __name__ == "__main__":
+def run():
+    """The ``train_babi`` console script (the same help and flags as ``python -m``)."""
+    console.adopt_main_help(__name__)
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,18 +1,20 @@
 r"""Trains a relational / simplicial / baseline agent on BoxWorld with TF-Agents.
 
-    python -m experiments.train_boxworld --root_dir=/tmp/boxworld --agent=relational \
-        --goal_length=1,2 --num_distractors=0,1 --num_iterations=2000
+    python -m keras_relational.experiments.train_boxworld --root_dir=/tmp/boxworld \
+        --agent=relational --goal_length=1,2 --num_distractors=0,1 --num_iterations=2000
 
 Progress lines show frames/s and the solve rate; TensorBoard summaries go to ``root_dir/train``,
 ``root_dir/collect`` and ``root_dir/eval``; checkpoints to ``root_dir/train/checkpoints`` (re-run
 the same command to resume after an interruption); PolicySaver SavedModels to
 ``root_dir/policies`` and the Keras 3 network to ``root_dir/keras_model``. Play the exported
-policy with ``python -m experiments.play_boxworld --policy_dir=<root_dir>/policies/greedy_policy``.
+policy with ``python -m keras_relational.experiments.play_boxworld
+--policy_dir=<root_dir>/policies/greedy_policy``.
 
 With ``--num_ray_actors=N`` the experience comes from N Ray actors (IMPALA-style, V-trace corrects
 the policy lag shown in the progress lines); ``--ray_address`` joins a running Ray cluster:
 
-    python -m experiments.train_boxworld --root_dir=/tmp/boxworld --num_ray_actors=2
+    python -m keras_relational.experiments.train_boxworld --root_dir=/tmp/boxworld \
+        --num_ray_actors=2
 """
 
 from absl import app, flags, logging
@@ -97,5 +99,13 @@ def main(argv):
         max_seconds=FLAGS.max_seconds, seed=FLAGS.seed)
 
 
-if __name__ == "__main__":
+def run():
+    """The ``train_boxworld`` console script (the same help and flags as ``python -m``)."""
+    from keras_relational.experiments import console
+
+    console.adopt_main_help(__name__)
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

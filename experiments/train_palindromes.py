@@ -1,7 +1,7 @@
 r"""Trains Table II's sequence models (Mitchell & Bowers) on the palindrome language.
 
-    python -m experiments.train_palindromes --root_dir=/tmp/pal --models=conv_stack,lstm \
-        --conditions=standard,nesting --seeds=10
+    python -m keras_relational.experiments.train_palindromes --root_dir=/tmp/pal \
+        --models=conv_stack,lstm --conditions=standard,nesting --seeds=10
 
 Defaults are the paper's protocol (100 epochs, Adam 1e-3, batch 128, restart rule 0.9 at epoch 4
 for the convolutional model, 10 seeds). Each run writes ``ROOT/CONDITION/MODEL/seed_S/``
@@ -9,12 +9,9 @@ for the convolutional model, 10 seeds). Each run writes ``ROOT/CONDITION/MODEL/s
 medians of the string-level accuracies and the Mann-Whitney U p-values between the models.
 """
 
-import json
-import os
+from absl import app, flags
 
-from absl import app, flags, logging
-
-from keras_relational.experiments import distribution_lib, symmetry_lib
+from keras_relational.experiments import console, distribution_lib, palindromes_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
@@ -56,66 +53,38 @@ flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
 distribution_lib.define_distribution_strategy_flag()
 
-COLUMNS = {"standard": [("in_domain", "string_accuracy"), ("long", "string_accuracy")],
-           "nesting": [("nesting", "string_accuracy")]}
-
-
-def run(root_dir, models, conditions, seeds, n_per_length=20000, long_n_per_length=3333,
-        data_seed=0, **kwargs):
-    """Trains every (condition, model, seed); returns the summary written to summary.json."""
-    summary = {}
-    for condition in conditions:
-        data = symmetry_lib.palindrome_data(condition, n_per_length, long_n_per_length, data_seed)
-        summary[condition] = {}
-        for model in models:
-            runs = []
-            # The filter entropy penalty and hard stack actions need a stack: not for the LSTM.
-            model_kwargs = {k: v for k, v in kwargs.items() if model == "conv_stack"
-                            or k not in ("shift_entropy_cost", "straight_through_from_epoch",
-                                         "straight_through_learning_rate")}
-            for seed in range(seeds):
-                result = symmetry_lib.palindromes_train_eval(
-                    os.path.join(root_dir, condition, model, f"seed_{seed}"), model=model,
-                    condition=condition, seed=seed, data=data, **model_kwargs)
-                logging.info("%s %s seed %d: %s", condition, model, seed,
-                             {k: result[k[0]][k[1]] for k in COLUMNS[condition]})
-                runs.append(result)
-            summary[condition][model] = {"runs": runs,
-                                         **symmetry_lib.summarize(runs, COLUMNS[condition])}
-        if len(models) == 2:
-            for key in COLUMNS[condition]:
-                name = "/".join(key)
-                a, b = (summary[condition][m][name]["values"] for m in models)
-                summary[condition][f"mann_whitney_p/{name}"] = symmetry_lib.mann_whitney_p(a, b)
-    with open(os.path.join(root_dir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
-    return summary
-
 
 def main(argv):
     del argv
     threshold = FLAGS.restart_threshold if FLAGS.restart_threshold >= 0 else None
-    summary = run(FLAGS.root_dir, FLAGS.models, FLAGS.conditions, FLAGS.seeds,
-                  n_per_length=FLAGS.n_per_length, long_n_per_length=FLAGS.long_n_per_length,
-                  data_seed=FLAGS.data_seed, epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
-                  learning_rate=FLAGS.learning_rate, write_mode=FLAGS.write_mode,
-                  shift_entropy_cost=FLAGS.shift_entropy_cost, restart_threshold=threshold,
-                  restart_epoch=FLAGS.restart_epoch,
-                  max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
-                  early_stopping=FLAGS.early_stopping, stop_score=FLAGS.stop_score,
-                  patience=FLAGS.patience or None, select_on_long_dev=FLAGS.select_on_long_dev,
-                  min_epochs=FLAGS.min_epochs,
-                  straight_through_from_epoch=FLAGS.straight_through_from_epoch,
-                  straight_through_learning_rate=FLAGS.straight_through_learning_rate,
-                  restart_below_stop_score=FLAGS.restart_below_stop_score,
-                  export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
+    summary = palindromes_lib.train_seeds(
+        FLAGS.root_dir, FLAGS.models, FLAGS.conditions, FLAGS.seeds,
+        n_per_length=FLAGS.n_per_length, long_n_per_length=FLAGS.long_n_per_length,
+        data_seed=FLAGS.data_seed, epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
+        learning_rate=FLAGS.learning_rate, write_mode=FLAGS.write_mode,
+        shift_entropy_cost=FLAGS.shift_entropy_cost, restart_threshold=threshold,
+        restart_epoch=FLAGS.restart_epoch,
+        max_restarts=FLAGS.max_restarts, restart_baseline=FLAGS.restart_baseline,
+        early_stopping=FLAGS.early_stopping, stop_score=FLAGS.stop_score,
+        patience=FLAGS.patience or None, select_on_long_dev=FLAGS.select_on_long_dev,
+        min_epochs=FLAGS.min_epochs,
+        straight_through_from_epoch=FLAGS.straight_through_from_epoch,
+        straight_through_learning_rate=FLAGS.straight_through_learning_rate,
+        restart_below_stop_score=FLAGS.restart_below_stop_score,
+        export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:
-            for key in COLUMNS[condition]:
+            for key in palindromes_lib.COLUMNS[condition]:
                 name = "/".join(key)
                 print(f"{condition} {model} {name}: median "
                       f"{summary[condition][model][name]['median']:.3f}")
 
 
-if __name__ == "__main__":
+def run():
+    """The ``train_palindromes`` console script (the same help and flags as ``python -m``)."""
+    console.adopt_main_help(__name__)
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -2,12 +2,12 @@ r"""Trains PrediNet or a baseline on the Relations Game (Shanahan et al. 2020).
 
 Single task (Table 1): train on pentominoes, test on hexominoes and stripes:
 
-    python -m experiments.train_relations_game --root_dir=/tmp/rg_between \
+    python -m keras_relational.experiments.train_relations_game --root_dir=/tmp/rg_between \
         --central=predinet --task=between --num_batches=100000
 
 Transfer protocol (Fig. 4, combination A: target 3 column patterns, curriculum between):
 
-    python -m experiments.train_relations_game --root_dir=/tmp/rg_transfer \
+    python -m keras_relational.experiments.train_relations_game --root_dir=/tmp/rg_transfer \
         --task=column_patterns_3 --curriculum_task=between
 
 Outputs under ``root_dir`` (one sub-directory per stage for the protocol): TensorBoard logs
@@ -19,7 +19,7 @@ same ``root_dir`` resumes.
 from absl import app, flags
 
 from keras_relational.environments import relations_game
-from keras_relational.experiments import distribution_lib, relations_game_lib
+from keras_relational.experiments import console, distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
 
 FLAGS = flags.FLAGS
@@ -67,5 +67,11 @@ def main(argv):
     print(results)
 
 
-if __name__ == "__main__":
+def run():
+    """The ``train_relations_game`` console script (the same help and flags as ``python -m``)."""
+    console.adopt_main_help(__name__)
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,4 +1,4 @@
-"""NumPy references of the relational equations (Zambaldi et al. 2019; spec section 2.7)."""
+"""NumPy references of the relational equations (Zambaldi et al. 2019, Sec. 2)."""
 
 import keras
 import numpy as np

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_relational.experiments import distribution_lib, symmetry_lib
+from keras_relational.experiments import distribution_lib, rule_learning_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -148,9 +148,9 @@ def test_flag_is_the_same_enum_everywhere():
 def test_mirrored_over_the_cpu_trains_rule_learning(tmp_path, monkeypatch):
     records = []
     monkeypatch.setattr(keras.Model, "fit", fit_probe(records))
-    result = symmetry_lib.rule_learning_train_eval(str(tmp_path), model="conv", epochs=4,
-                                                   tensorboard=False, export=False,
-                                                   distribution_strategy="mirrored")
+    result = rule_learning_lib.rule_learning_train_eval(str(tmp_path), model="conv", epochs=4,
+                                                        tensorboard=False, export=False,
+                                                        distribution_strategy="mirrored")
     assert [r["replicas"] for r in records] == [1]
     record = records[0]
     assert record["mirrored"] and record["in_scope"] and record["copies"] == [1]
@@ -208,7 +208,11 @@ def test_two_logical_cpus_and_a_single_worker(tmp_path):
             cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
     """, _PROBE, f"""
         from keras_relational.environments import palindromes
-        from keras_relational.experiments import relations_game_lib, symmetry_lib
+        from keras_relational.experiments import (
+            palindromes_lib,
+            relations_game_lib,
+            rule_learning_lib,
+        )
 
         root = {str(tmp_path)!r}
         runs = {{}}
@@ -223,16 +227,16 @@ def test_two_logical_cpus_and_a_single_worker(tmp_path):
             num_eval_examples=4, num_monitor_examples=4, steps_per_execution=2,
             central_kwargs={{"num_heads": 2, "key_dim": 3, "num_relations": 4}},
             distribution_strategy="mirrored")
-        run("rule_learning", symmetry_lib.rule_learning_train_eval, model="conv", epochs=2,
+        run("rule_learning", rule_learning_lib.rule_learning_train_eval, model="conv", epochs=2,
             tensorboard=False, export=False, distribution_strategy="mirrored")
         small = palindromes.palindrome_dataset(half_lengths=(3,), n_per_length=40, seed=0)
         long = palindromes.long_palindrome_dataset(half_lengths=(7,), n_per_length=4)
         data = {{"train": small["train"], "dev": small["dev"], "in_domain_test": small["test"],
                  "long_test": long["test"]}}
-        run("palindromes", symmetry_lib.palindromes_train_eval, model="conv_stack", epochs=1,
+        run("palindromes", palindromes_lib.palindromes_train_eval, model="conv_stack", epochs=1,
             batch_size=16, restart_threshold=None, data=data, tensorboard=False, export=False,
             distribution_strategy="mirrored")
-        run("single_worker", symmetry_lib.rule_learning_train_eval, model="conv", epochs=2,
+        run("single_worker", rule_learning_lib.rule_learning_train_eval, model="conv", epochs=2,
             tensorboard=False, export=False, distribution_strategy="multi_worker")
         with open({str(out)!r}, "w") as f:
             json.dump(runs, f)
@@ -281,7 +285,8 @@ def test_two_workers_run_the_rule_learning_binary_in_sync(tmp_path):
                         "--distribution_strategy=multi_worker", "--models=conv", "--seeds=1",
                         "--epochs=4", "--noexport"]
             try:
-                runpy.run_module("experiments.train_rule_learning", run_name="__main__")
+                runpy.run_module("keras_relational.experiments.train_rule_learning",
+                                 run_name="__main__")
             except SystemExit as error:  # absl's app.run exits
                 assert not error.code, error.code
             with open("{tmp_path}/records_{index}.json", "w") as f:
@@ -318,10 +323,10 @@ _JAX_SNIPPET = """
 import keras
 
 keras.distribution.set_distribution(keras.distribution.DataParallel())  # all devices
-from keras_relational.experiments import symmetry_lib
+from keras_relational.experiments import rule_learning_lib
 
-result = symmetry_lib.rule_learning_train_eval("{root}", model="conv", epochs={epochs},
-                                               export=False)
+result = rule_learning_lib.rule_learning_train_eval("{root}", model="conv", epochs={epochs},
+                                                    export=False)
 """
 
 

@@ -10,15 +10,20 @@ import numpy as np
 import pytest
 from layer_contract import run_fresh_process
 
-from keras_relational.experiments import symmetry_lib
+from keras_relational.experiments import (
+    palindromes_eval_lib,
+    palindromes_lib,
+    rule_learning_lib,
+    symmetry_lib,
+)
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_rule_learning_train_eval_conv_transfers_exactly(tmp_path):
-    result = symmetry_lib.rule_learning_train_eval(str(tmp_path), model="conv", seed=0,
-                                                   epochs=60, use_bias=True,
-                                                   restart_until_fit=True, max_restarts=3)
+    result = rule_learning_lib.rule_learning_train_eval(str(tmp_path), model="conv", seed=0,
+                                                        epochs=60, use_bias=True,
+                                                        restart_until_fit=True, max_restarts=3)
     assert result["train_accuracy"] == 1.0
     assert result["test_accuracy"] == result["train_accuracy"]  # structural transfer
     assert np.shape(result["kernel"]) == (3, 2)
@@ -35,7 +40,7 @@ def test_palindromes_train_eval_learns_and_writes(tmp_path):
     nested = palindromes.nesting_split(small, max_a=2)
     data = {"train": nested["train"], "dev": nested["dev"], "in_domain_test": small["test"],
             "long_test": long["test"], "nesting_test": nested["test"]}
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=8,
         batch_size=32, learning_rate=1e-2, restart_epoch=2, restart_threshold=0.999,
         max_restarts=1, data=data)
@@ -62,19 +67,20 @@ def _tiny_nesting_data():
 def test_palindrome_data_nesting_splits_hold_no_deep_a_outside_the_test():
     from keras_relational.environments import palindromes
 
-    data = symmetry_lib.palindrome_data("nesting", n_per_length=300, long_n_per_length=200)
+    data = palindromes_eval_lib.palindrome_data("nesting", n_per_length=300, long_n_per_length=200)
     for name in ("train", "dev", "long_dev"):  # everything training or selection may see
         assert len(data[name]["inputs"]) and palindromes.count_a(data[name]).max() <= 4, name
     assert palindromes.count_a(data["nesting_test"]).min() > 4
     assert set(data["long_dev"]["lengths"]) == {29, 33, 37}
-    standard = symmetry_lib.palindrome_data("standard", n_per_length=300, long_n_per_length=200)
+    standard = palindromes_eval_lib.palindrome_data("standard", n_per_length=300,
+                                                    long_n_per_length=200)
     assert len(standard["long_dev"]["inputs"]) == 600 and "nesting_test" not in standard
 
 
 def test_early_stopping_restores_the_best_dev_epoch(tmp_path):
     data = _tiny_nesting_data()
     root_dir = tmp_path / "new_dir"  # created by the export alone when TensorBoard is off
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         str(root_dir), model="conv_stack", condition="nesting", seed=0, epochs=3,
         batch_size=32, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
         patience=None, stop_score=1.01, select_on_long_dev=True, tensorboard=False, data=data)
@@ -83,13 +89,13 @@ def test_early_stopping_restores_the_best_dev_epoch(tmp_path):
     assert result["stopped_epoch"] == 3 and len(scores) == 3
     assert result["selected_epoch"] == 1 + int(np.argmax(scores))  # earliest best epoch
     net = keras.saving.load_model(root_dir / "model.keras")
-    restored = min(symmetry_lib.evaluate_split(net, data[name])["string_accuracy"]
+    restored = min(palindromes_eval_lib.evaluate_split(net, data[name])["string_accuracy"]
                    for name in ("dev", "long_dev"))
     assert restored == pytest.approx(max(scores))
 
 
 def test_early_stopping_scores_from_min_epochs(tmp_path):
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=4, min_epochs=3,
         batch_size=64, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
         stop_score=0.0, select_on_long_dev=True, tensorboard=False, export=False,
@@ -101,7 +107,7 @@ def test_early_stopping_scores_from_min_epochs(tmp_path):
 
 def test_restart_below_stop_score_keeps_the_best_attempt(tmp_path):
     data = _tiny_nesting_data()
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=2,
         batch_size=64, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
         patience=None, stop_score=1.01, restart_below_stop_score=True, max_restarts=2,
@@ -111,16 +117,16 @@ def test_restart_below_stop_score_keeps_the_best_attempt(tmp_path):
     assert result["restarts"] == 2 and len(per_attempt) == 3
     assert max(result["selection_scores"]) == max(per_attempt)
     net = keras.saving.load_model(tmp_path / "model.keras")
-    assert symmetry_lib.evaluate_split(net, data["dev"])["string_accuracy"] == pytest.approx(
-        max(per_attempt))
+    dev = palindromes_eval_lib.evaluate_split(net, data["dev"])
+    assert dev["string_accuracy"] == pytest.approx(max(per_attempt))
     with pytest.raises(ValueError, match="needs early_stopping=True"):
-        symmetry_lib.palindromes_train_eval(str(tmp_path), data=data,
-                                            restart_below_stop_score=True)
+        palindromes_lib.palindromes_train_eval(str(tmp_path), data=data,
+                                               restart_below_stop_score=True)
 
 
 def test_straight_through_continues_from_the_soft_epochs_state(tmp_path):
     data = _tiny_nesting_data()
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=3,
         batch_size=64, learning_rate=1e-2, restart_threshold=None, straight_through_from_epoch=2,
         straight_through_learning_rate=1e-3, shift_entropy_cost=0.01, tensorboard=False,
@@ -132,28 +138,28 @@ def test_straight_through_continues_from_the_soft_epochs_state(tmp_path):
     assert float(net.optimizer.learning_rate) == pytest.approx(1e-3)
     steps = -(-len(data["train"]["inputs"]) // 64)
     assert int(net.optimizer.iterations) == 3 * steps  # Adam's state carried over the switch
-    assert symmetry_lib.evaluate_split(net, data["nesting_test"]) == result["nesting"]
+    assert palindromes_eval_lib.evaluate_split(net, data["nesting_test"]) == result["nesting"]
     with pytest.raises(ValueError, match="model='conv_stack'.*model='lstm'"):
-        symmetry_lib.palindromes_train_eval(str(tmp_path), model="lstm", data=data,
-                                            straight_through_from_epoch=1)
+        palindromes_lib.palindromes_train_eval(str(tmp_path), model="lstm", data=data,
+                                               straight_through_from_epoch=1)
     with pytest.raises(ValueError, match=r"at least the restart-check epoch \(restart_epoch=4"):
-        symmetry_lib.palindromes_train_eval(str(tmp_path), data=data, restart_epoch=4,
-                                            straight_through_from_epoch=2)
+        palindromes_lib.palindromes_train_eval(str(tmp_path), data=data, restart_epoch=4,
+                                               straight_through_from_epoch=2)
     for rate, epoch in [(0.0, 1), (-1e-3, 1), ("1e-3", 1), (1e-3, None)]:
         with pytest.raises(ValueError, match=f"received straight_through_learning_rate={rate!r}, "
                                              f"straight_through_from_epoch={epoch!r}"):
-            symmetry_lib.palindromes_train_eval(str(tmp_path), data=data,
-                                                straight_through_from_epoch=epoch,
-                                                straight_through_learning_rate=rate)
+            palindromes_lib.palindromes_train_eval(str(tmp_path), data=data,
+                                                   straight_through_from_epoch=epoch,
+                                                   straight_through_learning_rate=rate)
 
 
 _JAX_STRAIGHT_THROUGH_REUSE = """
 import sys
-from keras_relational.experiments import symmetry_lib
-data = symmetry_lib.palindrome_data("standard", n_per_length=60, long_n_per_length=5)
+from keras_relational.experiments import palindromes_eval_lib, palindromes_lib
+data = palindromes_eval_lib.palindrome_data("standard", n_per_length=60, long_n_per_length=5)
 cache = {}
 for seed in (0, 1):  # the second run re-uses both cached models after the first one's switch
-    result = symmetry_lib.palindromes_train_eval(
+    result = palindromes_lib.palindromes_train_eval(
         sys.argv[1], seed=seed, epochs=2, batch_size=64, learning_rate=1e-2,
         restart_threshold=None, straight_through_from_epoch=1, model_cache=cache, data=data,
         tensorboard=False, export=False)
@@ -174,15 +180,15 @@ def test_straight_through_switch_reuses_cached_models_under_jax(tmp_path):
 @pytest.mark.parametrize("min_epochs", [0, 2.0, True])
 def test_invalid_min_epochs_is_named(tmp_path, min_epochs):
     with pytest.raises(ValueError, match=f"min_epochs must .*received min_epochs={min_epochs!r}"):
-        symmetry_lib.palindromes_train_eval(str(tmp_path), early_stopping=True,
-                                            min_epochs=min_epochs, data=_tiny_nesting_data())
+        palindromes_lib.palindromes_train_eval(str(tmp_path), early_stopping=True,
+                                               min_epochs=min_epochs, data=_tiny_nesting_data())
 
 
 @pytest.mark.parametrize("patience", [0, -1, 1.5, True])
 def test_invalid_patience_is_named(tmp_path, patience):
     with pytest.raises(ValueError, match=f"patience must be .*received patience={patience!r}"):
-        symmetry_lib.palindromes_train_eval(str(tmp_path), early_stopping=True,
-                                            patience=patience, data=_tiny_nesting_data())
+        palindromes_lib.palindromes_train_eval(str(tmp_path), early_stopping=True,
+                                               patience=patience, data=_tiny_nesting_data())
 
 
 def test_model_cache_reruns_match_fresh_runs(tmp_path):
@@ -190,11 +196,11 @@ def test_model_cache_reruns_match_fresh_runs(tmp_path):
     kwargs = dict(model="conv_stack", condition="nesting", epochs=2, batch_size=64,
                   learning_rate=1e-2, restart_threshold=None, tensorboard=False, export=False,
                   data=data)
-    fresh = symmetry_lib.palindromes_train_eval(str(tmp_path / "fresh"), seed=1, **kwargs)
+    fresh = palindromes_lib.palindromes_train_eval(str(tmp_path / "fresh"), seed=1, **kwargs)
     cache = {}
-    symmetry_lib.palindromes_train_eval(str(tmp_path / "a"), seed=0, model_cache=cache, **kwargs)
-    reused = symmetry_lib.palindromes_train_eval(str(tmp_path / "b"), seed=1, model_cache=cache,
-                                                 **kwargs)
+    palindromes_lib.palindromes_train_eval(str(tmp_path / "a"), seed=0, model_cache=cache, **kwargs)
+    reused = palindromes_lib.palindromes_train_eval(str(tmp_path / "b"), seed=1, model_cache=cache,
+                                                    **kwargs)
     assert len(cache) == 1
     for key in ("in_domain", "nesting"):  # same weights, same optimizer state from step 0
         assert reused[key]["token_accuracy"] == pytest.approx(fresh[key]["token_accuracy"],
@@ -205,9 +211,9 @@ def test_metrics():
     split = {"targets": np.array([[1, 2, 3], [1, 2, 3]]),
              "mask": np.array([[0, 1, 1], [0, 1, 1]], np.float32)}
     predictions = np.array([[4, 2, 3], [1, 2, 4]])
-    np.testing.assert_array_equal(symmetry_lib.sequence_exact_match(predictions, split),
+    np.testing.assert_array_equal(palindromes_eval_lib.sequence_exact_match(predictions, split),
                                   [True, False])
-    assert symmetry_lib.masked_token_accuracy(predictions, split) == 0.75
+    assert palindromes_eval_lib.masked_token_accuracy(predictions, split) == 0.75
     summary = symmetry_lib.summarize([{"a": {"b": 1.0}}, {"a": {"b": 0.0}}, {"a": {"b": 0.5}}],
                                      [("a", "b")])
     assert summary["a/b"]["median"] == 0.5
@@ -226,7 +232,7 @@ def test_metrics():
 def test_binary_runs(tmp_path, binary, flags):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TF_USE_LEGACY_KERAS", None)
-    result = subprocess.run([sys.executable, "-m", f"experiments.{binary}",
+    result = subprocess.run([sys.executable, "-m", f"keras_relational.experiments.{binary}",
                              f"--root_dir={tmp_path}", *flags], cwd=_REPO_ROOT, env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]

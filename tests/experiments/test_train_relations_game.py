@@ -28,8 +28,9 @@ def test_dataset_batches_and_one_hot_tasks():
 
 
 def test_stage_freezing_and_reinitialisation():
-    # Spec Sec. 10, item 16: after a stage-3 step the CNN and central weights are bit-identical
-    # and the output MLP changed; in stage 4 the CNN is unchanged and the central module trains.
+    # The protocol of Shanahan et al. 2020, Fig. 3: after a stage-3 step the CNN and central
+    # weights are bit-identical and the output MLP changed; in stage 4 the CNN is unchanged and
+    # the central module trains.
     model = models.build_model("predinet", central_kwargs=TINY["central_kwargs"])
     data = lib.make_dataset(tiny_data(), 10, repeat=True)
 
@@ -119,10 +120,10 @@ def test_binary_runs(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("KERAS_BACKEND", None)
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.train_relations_game", f"--root_dir={root}",
-         "--central=mha", "--task=between", "--num_batches=2", "--eval_interval=2",
-         "--batch_size=5", "--num_train_examples=20", "--num_eval_examples=10",
-         "--num_heads=2"],
+        [sys.executable, "-m", "keras_relational.experiments.train_relations_game",
+         f"--root_dir={root}", "--central=mha", "--task=between", "--num_batches=2",
+         "--eval_interval=2", "--batch_size=5", "--num_train_examples=20",
+         "--num_eval_examples=10", "--num_heads=2"],
         cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "final held-out accuracy" in result.stdout
