@@ -167,13 +167,19 @@ class BoxWorldConfig:
         """uint8 `[num_colors, 3]` key/lock colours."""
         return rendering.hsv_palette(self.num_colors, COLOR_SATURATION, COLOR_VALUE)
 
+    @property
+    def agent_code(self):
+        """The display code of the agent's cell (one past the cell codes; see `rendering`)."""
+        return KEY0 + 2 * self.num_colors
+
     @functools.cached_property
     def rgb_table(self):
-        """uint8 `[num_codes, 3]`: RGB colour of every cell code."""
-        table = np.zeros((KEY0 + 2 * self.num_colors, 3), np.uint8)
+        """uint8 `[num_codes + 1, 3]`: RGB colour of every cell code, then of the agent."""
+        table = np.zeros((self.agent_code + 1, 3), np.uint8)
         table[FLOOR], table[WALL], table[GEM] = FLOOR_RGB, WALL_RGB, GEM_RGB
         table[KEY0:self.lock0] = self.palette
-        table[self.lock0:] = self.palette
+        table[self.lock0:self.agent_code] = self.palette
+        table[self.agent_code] = AGENT_RGB
         return table
 
     @functools.cached_property
@@ -187,10 +193,12 @@ class BoxWorldConfig:
 
     @functools.cached_property
     def one_hot_table(self):
-        """float32 `[num_codes, num_channels]`: one-hot channel of every cell code."""
-        channels = np.empty(KEY0 + 2 * self.num_colors, np.int64)
+        """float32 `[num_codes + 1, num_channels]`: one-hot channel of every cell code, then of
+        the agent."""
+        channels = np.empty(self.agent_code + 1, np.int64)
         channels[[FLOOR, WALL, GEM]] = CHANNEL_FLOOR, CHANNEL_WALL, CHANNEL_GEM
-        channels[KEY0:] = CHANNEL_KEY0 + np.arange(2 * self.num_colors)
+        channels[KEY0:self.agent_code] = CHANNEL_KEY0 + np.arange(2 * self.num_colors)
+        channels[self.agent_code] = CHANNEL_AGENT
         return np.eye(self.num_channels, dtype=np.float32)[channels]
 
     @functools.cached_property

@@ -7,7 +7,6 @@ import numpy as np
 from keras_relational.validation import invalid_value
 
 from ..base import LevelEnvironment, coerce_action
-from . import rules
 from .config import (
     AGENT_RGB,
     DEFAULT_HELDOUT_COLORS,
@@ -19,6 +18,14 @@ from .config import (
 from .generator import BoxWorldLevel, generate_level
 from .presets import PRESETS
 from .rendering import render_one_hot, render_rgb
+from .rules import (
+    BLOCKED,
+    GEM_TAKEN,
+    OUTCOME_REWARDS,
+    PATH_BOX,
+    TERMINAL_OUTCOMES,
+    apply_move,
+)
 
 
 class BoxWorldState(NamedTuple):
@@ -137,9 +144,9 @@ class BoxWorld(LevelEnvironment):
         if self._reset_next_step:
             return self.reset()
         target = self._pos + self._deltas[coerce_action(action)]
-        outcome, held = rules.apply_move(self._grid, target, self._held, self._lock0,
-                                         self._distractor_locks)
-        if outcome != rules.BLOCKED:
+        outcome, held = apply_move(self._grid, target, self._held, self._lock0,
+                                   self._distractor_locks)
+        if outcome != BLOCKED:
             # The frame is kept up to date incrementally: the agent's two cells and the held key.
             if held != self._held:
                 self._frame_rows[0] = self._held_rows[held + 1]
@@ -147,13 +154,13 @@ class BoxWorld(LevelEnvironment):
             self._frame_rows[self._pos] = self._floor_row
             self._frame_rows[target] = self._agent_row
             self._pos = target
-            if outcome == rules.PATH_BOX:
+            if outcome == PATH_BOX:
                 self._boxes_opened += 1
-            elif outcome == rules.GEM_TAKEN:
+            elif outcome == GEM_TAKEN:
                 self._solved = True
         self._steps += 1
-        return self._end_step(rules.OUTCOME_REWARDS[outcome],
-                              outcome in rules.TERMINAL_OUTCOMES, self._observation())
+        return self._end_step(OUTCOME_REWARDS[outcome], outcome in TERMINAL_OUTCOMES,
+                              self._observation())
 
     def _observation(self):
         if self._rgb:
