@@ -81,8 +81,7 @@ class BatchedBoxWorldEnvironment(py_environment.PyEnvironment):
         self._lengths[active] += 1
         last = np.flatnonzero(timestep.step_type == int(ts.StepType.LAST))
         if len(last):
-            # BoxWorld calls a collected gem `solved`, bridge BoxWorld `won`.
-            solved = self._env.solved if hasattr(self._env, "solved") else self._env.won
+            solved = self._env.solved
             levels = self._env.levels
             for i in last:
                 self.finished_episodes.append(EpisodeResult(

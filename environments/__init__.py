@@ -1,12 +1,16 @@
 """dm-env environments and supervised data generators (NumPy + dm_env only).
 
-Never imports TensorFlow or Keras. The BoxWorld family is exported here:
+Never imports TensorFlow or Keras. One package or module per environment or data set:
 
-* `BoxWorld`: Zambaldi et al. 2019's Box-World, a `dm_env.Environment`.
-* `BridgeBoxWorld`: Clift et al. 2020's bridge BoxWorld, a `dm_env.Environment`.
-* `BatchedBoxWorld`, `BatchedBridgeBoxWorld`: N levels stepped together in NumPy.
+* `boxworld`: Zambaldi et al. 2019's Box-World (`BoxWorld`, `BatchedBoxWorld`, `PRESETS`).
+* `bridge_boxworld`: Clift et al. 2020's bridge BoxWorld (`BridgeBoxWorld`,
+  `BatchedBridgeBoxWorld`).
+* `base`: what every BoxWorld variant shares (specs, actions, episode end, side channel:
+  `level(s)`, `solved`, `num_steps`); `rendering`: palettes, `record_episode`, `save_episode`.
 * `boxworld_solver`: the oracle (shortest winning plans), `OraclePolicy`, `BatchedOraclePolicy`.
-* `rendering`: palettes, `record_episode` and `save_episode` (GIF / PNG).
+* `babi` (Schlag & Schmidhuber 2018: reader and generator), `relations_game` and `polyominoes`
+  (Shanahan et al. 2020), `palindromes` and `rule_learning` (Mitchell & Bowers): data sets,
+  imported on first use as modules (`from keras_relational.environments import babi`).
 
 Example:
 
@@ -18,10 +22,10 @@ save_episode(record_episode(env, OraclePolicy(env)), "/tmp/oracle.gif")
 ```
 """
 
-from . import batched_boxworld, boxworld, boxworld_solver, bridge_boxworld, rendering
-from .batched_boxworld import BatchedBoxWorld, BatchedBridgeBoxWorld
+from . import base, boxworld, boxworld_solver, bridge_boxworld, rendering
 from .boxworld import (
     PRESETS,
+    BatchedBoxWorld,
     BoxWorld,
     BoxWorldConfig,
     BoxWorldLevel,
@@ -29,7 +33,14 @@ from .boxworld import (
     LevelGenerationError,
 )
 from .boxworld_solver import BatchedOraclePolicy, OraclePolicy, solve, solve_level
-from .bridge_boxworld import BridgeBoxWorld, BridgeConfig, BridgeLevel, BridgeState, puzzle_types
+from .bridge_boxworld import (
+    BatchedBridgeBoxWorld,
+    BridgeBoxWorld,
+    BridgeConfig,
+    BridgeLevel,
+    BridgeState,
+    puzzle_types,
+)
 from .rendering import record_episode, save_episode
 
 __all__ = [
@@ -47,7 +58,7 @@ __all__ = [
     "BridgeState",
     "LevelGenerationError",
     "OraclePolicy",
-    "batched_boxworld",
+    "base",
     "boxworld",
     "boxworld_solver",
     "bridge_boxworld",

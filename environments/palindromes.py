@@ -10,9 +10,10 @@ Every example is encoded for next-symbol prediction, right-padded with 0 to ``ma
     targets[t] = s_{t+1} for t < L - 1, targets[L - 1] = e
     mask[t]    = 1 for k <= t <= L - 1   (from the centre `o` to the last symbol: k + 1 positions)
 
-Splits (spec Sec. 4.2): in-domain ``k = 7..12`` (train / dev / test), long ``k = 14, 16, 18`` (dev /
-test), and the "N_A > 2" condition, which keeps only the strings with at most 4 ``a`` in training
-(and dev) and tests on the in-domain test strings with more than 4 ``a``.
+Splits (Mitchell & Bowers, Sec. III, Table II): in-domain ``k = 7..12`` (train / dev / test),
+long ``k = 14, 16, 18`` (dev / test), and the "N_A > 2" condition, which keeps only the strings
+with at most 4 ``a`` in training (and dev) and tests on the in-domain test strings with more than
+4 ``a``.
 """
 
 import numpy as np
@@ -77,7 +78,7 @@ def count_a(split):
 
 def palindrome_dataset(half_lengths=IN_DOMAIN_HALF_LENGTHS, n_per_length=20000, max_len=MAX_LEN,
                        seed=0):
-    """In-domain train / dev / test splits, as the authors' generator (spec Sec. 4.2).
+    """In-domain train / dev / test splits, as the authors' released generator.
 
     For each first-half length ``k`` draws ``min(4^k, n_per_length)`` distinct strings; each goes to
     test and to dev with probability ``(n_per_length / 12) / min(4^k, n_per_length)`` (1/12 when

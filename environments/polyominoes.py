@@ -1,4 +1,4 @@
-"""Shapes and colours of the Relations Game object sets (Shanahan et al. 2020; spec Sec. 5.2).
+"""Shapes and colours of the Relations Game object sets (Shanahan et al. 2020, Sec. 3, Fig. 2a).
 
 NumPy only. A shape is a boolean ``[3, 3]`` array of 3x3-pixel blocks. Two objects have the same
 shape iff their arrays are identical, so orientation *and* placement inside the 3x3 box count.
@@ -24,7 +24,7 @@ def _mask(rows):
     return np.array([[ch == "#" for ch in row] for row in rows.split()], dtype=bool)
 
 
-# Spec Sec. 5.2 (base masks, rows top to bottom).
+# Base masks, rows top to bottom (the shapes of Fig. 2a and the authors' released data).
 PENTOMINO_BASES = tuple(_mask(rows) for rows in (
     ".## ##. .#.",  # F
     "##. ##. #..",  # P

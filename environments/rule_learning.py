@@ -9,7 +9,7 @@ syllable ``v`` is at position ``t`` (``V = 12`` symbols, ``T = 3`` steps), the l
 
 import numpy as np
 
-# Vocabulary in the authors' index order (spec Sec. 4.1); it includes the test syllables, so
+# Vocabulary in the authors' index order (their released code); it includes the test syllables, so
 # test items can be encoded and their rows are all-zero in every training item.
 SYLLABLES = ("ga", "ti", "na", "gi", "la", "li", "ni", "ta", "wo", "fe", "ko", "de")
 TRAIN_A = ("ga", "li", "ni", "ta")

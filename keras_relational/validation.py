@@ -6,6 +6,7 @@ neither Keras nor TensorFlow, so the environments use it too.
 """
 
 import math
+import numbers
 
 
 def check_rank(layer, argument, shape, rank, layout):
@@ -58,3 +59,59 @@ def check_choice(owner, argument, value, choices):
             f"{owner} expects `{argument}` to be one of {tuple(choices)}, "
             f"received {argument}={value!r}."
         )
+
+
+# Environment configurations (keras_relational.environments) word their errors as
+# "`argument`: expected <what>, received <value>." (the configuration class is the owner). Integers
+# may be NumPy integers: `numbers.Integral` covers them without importing NumPy.
+
+
+def invalid_value(argument, expected, received):
+    """The ``ValueError`` "`argument`: expected ``expected``, received ``received!r``."."""
+    return ValueError(f"`{argument}`: expected {expected}, received {received!r}.")
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int_tuple(argument, value, minimum):
+    """``value`` (an int or a non-empty sequence of ints), as a tuple of ints >= ``minimum``."""
+    try:
+        values = (value,) if isinstance(value, str) else tuple(value)
+    except TypeError:  # a scalar
+        values = (value,)
+    if not values or not all(_is_int(v) and v >= minimum for v in values):
+        raise invalid_value(
+            argument, f"an integer >= {minimum} or a non-empty sequence of them", value)
+    return tuple(int(v) for v in values)
+
+
+def check_int_at_least(argument, value, minimum):
+    """``value`` as an int >= ``minimum`` (a NumPy integer is accepted)."""
+    if not _is_int(value) or value < minimum:
+        raise invalid_value(argument, f"an integer >= {minimum}", value)
+    return int(value)
+
+
+def check_int_in_range(argument, value, low, high):
+    """``value`` as an int in ``[low, high]``."""
+    if not _is_int(value) or not low <= value <= high:
+        raise invalid_value(argument, f"an integer in [{low}, {high}]", value)
+    return int(value)
+
+
+def check_fraction(argument, value):
+    """``value`` as a float in ``[0, 1]`` (a probability or a discount)."""
+    if not 0.0 <= float(value) <= 1.0:
+        raise invalid_value(argument, "a float in [0, 1]", value)
+    return float(value)
+
+
+def check_one_of(argument, value, choices):
+    """``value`` unchanged if it is one of ``choices``; the error lists them ("'a' or 'b'")."""
+    if value not in choices:
+        names = [repr(choice) for choice in choices]
+        expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        raise invalid_value(argument, expected, value)
+    return value

@@ -104,7 +104,8 @@ def test_batched_errors(make, actions, argument):
         env.step(actions)
 
 
-@pytest.mark.parametrize("cls,won", [(BatchedBoxWorld, "solved"), (BatchedBridgeBoxWorld, "won")])
+@pytest.mark.parametrize("cls,won", [(BatchedBoxWorld, "solved"),
+                                     (BatchedBridgeBoxWorld, "solved")])
 def test_batched_oracle_wins_every_episode(cls, won):
     env = cls(32, seed=1)
     policy = BatchedOraclePolicy(env)
@@ -139,7 +140,7 @@ def _random_policy_solve_rate(goal_length, episodes, seed, batch_size=1000):
 
 
 def test_random_policy_solve_rates():
-    # Zambaldi et al. 2019 (footnote): 2.3% at L = 1 and 0.0% at L = 4. Spec section 7 item 20:
+    # Zambaldi et al. 2019 (Sec. 3.1, footnote 2): 2.3% at L = 1 and 0.0% at L = 4; accepted here:
     # L = 1 in [1.8%, 3.0%] over 20k episodes, L = 4 below 0.05%.
     rate_1, n_1 = _random_policy_solve_rate(1, 20_000, seed=0)
     rate_4, n_4 = _random_policy_solve_rate(4, 20_000, seed=1)
@@ -150,7 +151,8 @@ def test_random_policy_solve_rates():
 
 
 def test_bridge_random_policy_statistics():
-    # Spec 2simplicial section 4.5 [S]: 0.735 solved overall, 1.0 without a bridge, ~0.47 with one.
+    # A re-implementation of Clift et al.'s released generator: 0.735 solved overall, 1.0 without
+    # a bridge, ~0.47 with one.
     # One episode per slot (no bias towards short episodes); 600 episodes.
     env = BatchedBridgeBoxWorld(600, seed=3)
     rng = np.random.RandomState(3)

@@ -77,7 +77,7 @@ def _winning_sequences(boxes, key_colour, used=()):
 
 
 def check_level(config, level):
-    """Asserts every structural rule of a generated level (spec 4.1 and section 7 item 15)."""
+    """Asserts every structural rule of a generated level (Zambaldi et al. 2019, App. A; [R])."""
     grid, size, lock0 = level.grid, config.frame_size, config.lock0
     L, D, length = level.goal_length, level.num_distractors, level.distractor_length
     assert grid.shape == (size, size) and grid.dtype == np.uint8
@@ -151,7 +151,7 @@ def check_level(config, level):
 
 def _levels(count, seed=0, **kwargs):
     config = BoxWorldConfig(**kwargs)
-    draws = boxworld._Draws(np.random.RandomState(seed))
+    draws = boxworld.Draws(np.random.RandomState(seed))
     return config, [boxworld.generate_level(config, draws) for _ in range(count)]
 
 
@@ -178,7 +178,7 @@ def test_generator_invariants_presets(preset, count):
 
 def test_long_branches_are_resampled_like_the_reference():
     # Branch length 3: L + 1 + 3D items often do not fit, the level is discarded and a new (L, D)
-    # is drawn [R]; D = 4 becomes rare (spec 4.1: 0.8% in the reference, we sample anchors only
+    # is drawn [R]; D = 4 becomes rare (0.8% with the reference placement; we sample anchors only
     # over feasible cells, so fewer tries fail) and the generator reports the discarded levels.
     env = BoxWorld(distractor_length=3, seed=0)
     counts = collections.Counter()
@@ -254,7 +254,7 @@ def test_global_numpy_rng_untouched():
 
 
 # ---------------------------------------------------------------------------------------------
-# Rules (spec section 7 items 16-19), on generated levels with edited states
+# Rules (Zambaldi et al. 2019, Sec. 3.1 and App. A; [R]), on generated levels with edited states
 
 
 def _env_with(goal_length=3, num_distractors=2, seed=0, **kwargs):
@@ -432,10 +432,10 @@ def test_oracle_solves_every_training_level_within_the_limit():
         assert env.solved and timestep.last() and timestep.discount == 0.0
         assert total == env.level.max_return == env.level.goal_length + 10
         lengths[env.level.goal_length].append(len(plan))
-    assert max(max(v) for v in lengths.values()) <= 120  # spec: <= 55 steps for L <= 4
+    assert max(max(v) for v in lengths.values()) <= 120  # optimal routes of L <= 4 need <= 55 steps
     means = {L: float(np.mean(v)) for L, v in sorted(lengths.items())}
     print("oracle mean episode length by L:", means)
-    assert 10 < means[1] < 20 and 32 < means[4] < 45  # spec 4.1 [M]: 14.6 and 38.1
+    assert 10 < means[1] < 20 and 32 < means[4] < 45  # a re-implementation of [R]: 14.6 and 38.1
 
 
 @pytest.mark.parametrize("preset", ["train_long", "backward", "test_length_6", "test_length_10",
@@ -493,7 +493,7 @@ def test_oracle_policy_replans_after_outside_moves():
 
 
 def test_backward_branching_greedy_policy_always_solves():
-    # Spec section 7 item 21: "open the lock matching the held key" (plus BFS navigation).
+    # Zambaldi et al. 2019, Fig. 8: "open the lock matching the held key" (plus BFS navigation).
     env = BoxWorld.from_preset("backward", seed=15, max_steps=None)
     size, lock0 = env.config.frame_size, env.config.lock0
     for _ in range(300):
@@ -509,7 +509,7 @@ def test_backward_branching_greedy_policy_always_solves():
                            if (c == GEM or KEY0 <= c < lock0) and grid[i + 1] < lock0]
             assert len(targets) == 1
             pos = env.agent_position[0] * size + env.agent_position[1]
-            for action in boxworld_solver._grid_path(grid, pos, targets[0], env.config.deltas):
+            for action in boxworld.grid_path(grid, pos, targets[0], env.config.deltas):
                 total += env.step(action).reward
         assert total == env.level.goal_length + 10
 

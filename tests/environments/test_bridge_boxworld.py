@@ -46,12 +46,12 @@ class BridgeOracleDmEnvTest(test_utils.EnvironmentTestMixin, absltest.TestCase):
 
 def _levels(count, seed=0, **kwargs):
     config = BridgeConfig(**kwargs)
-    draws = bridge_boxworld._Draws(np.random.RandomState(seed))
+    draws = bridge_boxworld.Draws(np.random.RandomState(seed))
     return config, [bridge_boxworld.generate_level(config, draws) for _ in range(count)]
 
 
 def check_level(config, level):
-    """Spec section 7 item 21 plus the chain structure."""
+    """The layout of Clift et al. 2020 (Sec. 3; the authors' code) plus the chain structure."""
     grid, L = level.grid, level.solution_length
     assert grid.shape == (7, 9) and grid.dtype == np.int8 and not grid.flags.writeable
     assert L in config.solution_length
@@ -144,13 +144,13 @@ def test_oracle_solves_every_level():
         env.reset()
         plan = boxworld_solver.solve(env)
         rewards = [env.step(action).reward for action in plan]
-        assert env.won and not env.opened_bridge
+        assert env.solved and not env.opened_bridge
         # Loose keys and boxes give +1 each (2L in all), the gem exactly +10 (not +11).
         assert rewards[-1] == 10.0 and sum(rewards) == 2 * env.level.solution_length + 10
 
 
 def test_bridge_free_levels_cannot_be_lost():
-    # Spec 4.5 / 7.22: without a bridge and without a horizon a random policy always wins.
+    # Without a bridge and without a horizon a random policy always wins (nothing can be lost).
     env = BridgeBoxWorld(bridge_probability=0.0, seed=8)
     rng = np.random.RandomState(0)
     for _ in range(30):
@@ -158,7 +158,7 @@ def test_bridge_free_levels_cannot_be_lost():
         while not timestep.last():
             timestep = env.step(rng.randint(4))
             assert timestep.reward != -1.0
-        assert env.won and timestep.reward == 10.0 and timestep.discount == 0.0
+        assert env.solved and timestep.reward == 10.0 and timestep.discount == 0.0
 
 
 def _place(env, agent, inventory=()):
@@ -172,7 +172,7 @@ def test_bridge_gives_minus_one_and_ends():
     _place(env, (y - 1, x), inventory=[1])
     timestep = env.step(DOWN)
     assert timestep.last() and timestep.reward == -1.0 and timestep.discount == 0.0
-    assert env.opened_bridge and not env.won and env.inventory == (4,)
+    assert env.opened_bridge and not env.solved and env.inventory == (4,)
     assert env.step(DOWN).first()
 
 
@@ -202,7 +202,7 @@ def test_rewards_and_inventory_column():
     assert env.step(DOWN).reward == 0.0 and env.agent_position == (gy - 1, lock_x)
     _place(env, (gy - 1, lock_x), inventory=[3, 1])
     timestep = env.step(DOWN)
-    assert timestep.last() and timestep.reward == 10.0 and env.won
+    assert timestep.last() and timestep.reward == 10.0 and env.solved
     assert env.inventory == (GEM,)
     assert (env.grid == GEM).sum() == 0
 
