@@ -40,7 +40,7 @@ demo: $(STAMP)
 # file or an API reference that no longer resolves fails the test command.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
