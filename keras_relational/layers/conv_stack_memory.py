@@ -21,7 +21,7 @@ class ConvStackMemory(keras.layers.RNN):
         units: N, number of stacks = hidden units. Paper: 10.
         stack_depth: D, cells per stack. Paper: 20. No parameter depends on it.
         write_mode: ``"gated"`` (paper's equations, default) or ``"embedding_on_push"`` (authors'
-            code; needs input size M == units). See the spec, Sec. 2.2.
+            code; needs input size M == units). See Mitchell & Bowers, Sec. 2.2.
         return_filters: also return the ``3N`` filter taps per step after ``h`` (for plotting).
         return_memory: also return the flattened ``D*N`` memory per step (for plotting).
         kernel_initializer, bias_initializer: see the cell.

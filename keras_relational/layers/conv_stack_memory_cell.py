@@ -115,8 +115,8 @@ class ConvStackMemoryCell(keras.layers.Layer):
         return_filters: also output the filters ``F`` flattened to ``3N`` (stack-major) after h
             (the hard ones with ``straight_through``).
         return_memory: also output the new memory ``C`` flattened to ``D*N`` (after h and F).
-        kernel_initializer: for ``W_f, W_i, W_c, W_o``. Default Glorot-uniform [code].
-        bias_initializer: for ``b_f, b_i, b_c, b_o``. Default ``GlorotUniformBias`` [code].
+        kernel_initializer: for ``W_f, W_i, W_c, W_o``. Default Glorot-uniform (authors' code).
+        bias_initializer: for ``b_f, b_i, b_c, b_o``. Default ``GlorotUniformBias`` (authors' code).
         **kwargs: standard ``keras.layers.Layer`` arguments.
 
     Reference: J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of Convolutions for

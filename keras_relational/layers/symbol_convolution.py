@@ -34,7 +34,8 @@ class SymbolConvolution(keras.layers.Layer):
 
     Args:
         filters: K, number of filters (= classes for the paper's classifier).
-        use_bias: add a learnt bias per filter (shared by all symbols). Default False [code].
+        use_bias: add a learnt bias per filter (shared by all symbols). Default False (authors'
+            code).
         activation: applied between the convolution and the pooling. Default None [paper].
         pooling: ``"max"`` (paper), ``"mean"``, ``"sum"`` (all permutation invariant), or None to
             return the un-pooled ``[B, V, K]`` activation map (e.g. to draw Fig. 1).

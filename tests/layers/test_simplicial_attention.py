@@ -6,7 +6,7 @@ import pytest
 from layer_contract import run_layer_contract
 
 import keras_relational
-from keras_relational.layers.simplicial_attention import triple_product_logits
+from keras_relational.layers.simplicial_scores import triple_product_logits
 
 # ---------------------------------------------------------------------------------------------
 # NumPy references (float64), written from the paper's equations, independent of the layer.

@@ -52,7 +52,7 @@ def test_attention_maps_of_a_model_without_attention_outputs(tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from keras_relational.models import attention_analysis
+    from keras_relational.analysis import boxworld_attention as attention_analysis
 
     model = boxworld_agents.relational_agent(num_blocks=2, key_dim=8)
     frames = np.random.RandomState(1).randint(0, 256, size=(2, 14, 14, 3)).astype("uint8")
