@@ -1,4 +1,4 @@
-"""The convolutional stack LSTM cell (Mitchell & Bowers, Sec. 2.2 and Appendix B).
+"""The convolutional stack LSTM cell (Mitchell & Bowers, Sec. III and Appendix B).
 
 ``stack_update`` is the pure memory update (eq. 5-6); ``ConvStackMemoryCell`` adds the gates and is
 a Keras RNN cell; ``keras_relational.ConvStackMemory`` wraps it in a ``keras.layers.RNN``.
@@ -120,7 +120,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
         **kwargs: standard ``keras.layers.Layer`` arguments.
 
     Reference: J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of Convolutions for
-    Systematic Generalisation", Sec. 2.2 and Appendix B.
+    Systematic Generalisation", Sec. III and Appendix B, eqs. (1)-(8).
     """
 
     def __init__(self, units, stack_depth=20, write_mode="gated", return_filters=False,

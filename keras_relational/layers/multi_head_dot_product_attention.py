@@ -65,8 +65,8 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     """Multi-head dot-product attention over a set of entities, with layer-normalised q, k, v.
 
     Every entity ``e_i`` is projected to per-head queries, keys and values, which are
-    layer-normalised (Zambaldi et al. 2019, Sec. 2.2); each entity then attends to every entity,
-    itself included:
+    layer-normalised (Zambaldi et al. 2019, Sec. 2, "Relational module"); each entity then
+    attends to every entity, itself included:
 
     ``w_ij^h = softmax_j(q_i^h . k_j^h / sqrt(d))``, ``a_i^h = sum_j w_ij^h v_j^h``,
     ``a_i = concat_h a_i^h``.
@@ -116,7 +116,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     ((2, 49, 128), (2, 2, 49, 49))
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2.
+    ICLR 2019, Sec. 2 ("Relational module").
     """
 
     def __init__(

@@ -73,13 +73,13 @@ class RelationalBlock(keras.layers.Layer):
     (2, 49, 26)
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2 and Appendix.
+    ICLR 2019, Sec. 2 ("Relational module") and Appendix B.
     """
 
     def __init__(
         self,
         num_heads=2,  # Zambaldi et al. 2019: 2 to 4 heads on Box-World
-        key_dim=64,  # Zambaldi et al. 2019, Sec. 2.2
+        key_dim=64,  # Zambaldi et al. 2019, App. B
         value_dim=None,
         mlp_hidden_units=(256,),  # not in Zambaldi et al. 2019; our choice
         qkv_norm="joint",

@@ -48,7 +48,7 @@ class RelationalModule(keras.layers.Layer):
     ((2, 49, 26), (2, 2, 2, 49, 49))
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2 and Appendix.
+    ICLR 2019, Sec. 2 ("Relational module") and Appendix B.
     """
 
     def __init__(

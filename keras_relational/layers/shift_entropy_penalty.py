@@ -12,7 +12,7 @@ class ShiftEntropyPenalty(keras.layers.Layer):
 
     In words: every stack of a :class:`keras_relational.ConvStackMemory` run with
     ``return_filters=True`` shifts its content at each step with a filter ``F = (F_push, F_stay,
-    F_pop)`` (a softmax, Mitchell & Bowers, Sec. 2.2). Its entropy
+    F_pop)`` (a softmax, Mitchell & Bowers, App. B, eq. (2)). Its entropy
     ``-sum_k F_k log F_k`` is 0 for a hard push, stay or pop and ``ln 3`` for a uniform one. The
     layer adds ``cost * sum_{b,t,n} valid[b,t] H(F[b,t,n]) / (N * sum_{b,t} valid[b,t])`` to the
     model's losses, where ``valid`` leaves out the steps whose token is ``padding_id``, so padding
@@ -43,7 +43,8 @@ class ShiftEntropyPenalty(keras.layers.Layer):
     0.1099
 
     Reference: the filters are those of J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of
-    Convolutions for Systematic Generalisation", Sec. 2.2; the penalty is this package's addition.
+    Convolutions for Systematic Generalisation", App. B, eq. (2); the penalty is this package's
+    addition.
     """
 
     def __init__(self, cost, padding_id=0, **kwargs):

@@ -1,4 +1,4 @@
-"""Convolution over the symbol axis with time steps as channels (Mitchell & Bowers, Sec. 2.1)."""
+"""Convolution over the symbol axis with time steps as channels (Mitchell & Bowers, Sec. II)."""
 
 import keras
 from keras import ops
@@ -56,7 +56,7 @@ class SymbolConvolution(keras.layers.Layer):
     (1, 2)
 
     Reference: J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of Convolutions for
-    Systematic Generalisation", Sec. 2.1 and Appendix A.
+    Systematic Generalisation", Sec. II and Appendix A.
     """
 
     def __init__(self, filters, use_bias=False, activation=None, pooling="max",

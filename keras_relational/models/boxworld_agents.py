@@ -28,7 +28,7 @@ PIXEL_SCALE = 1.0 / 255.0  # uint8 RGB frames -> [0, 1]
 
 def _stem(inputs, conv_filters, padding, input_scale, name):
     """Scales the input (pixels to [0, 1]) and applies the 2x2 ReLU conv stem (Zambaldi et al.,
-    Sec. 3)."""
+    App. B)."""
     x = keras.layers.Rescaling(input_scale, name=f"{name}_rescale")(
         keras.ops.cast(inputs, "float32"))
     for i, filters in enumerate(conv_filters):
@@ -48,9 +48,9 @@ def _heads(pooled, head_units, num_actions, name):
 
 
 def relational_agent(
-    observation_shape=(14, 14, 3),  # frame with its 1-pixel wall (Zambaldi et al. 2019, App. A)
+    observation_shape=(14, 14, 3),  # 12x12 room (Zambaldi et al. 2019, Sec. 3.1) + 1-pixel wall
     num_actions=4,
-    conv_filters=(12, 24),  # Zambaldi et al. 2019, Sec. 3 / App.: 12 and 24 kernels, 2x2
+    conv_filters=(12, 24),  # Zambaldi et al. 2019, App. B: 12 and 24 kernels, 2x2
     padding="same",  # not in the paper; Sonnet's default. "valid" gives N = 144
     num_blocks=1,  # Zambaldi et al.: 1 block for distractor branch length 1
     share_weights=True,  # Zambaldi et al.: shared parameters across blocks
@@ -99,7 +99,7 @@ def baseline_agent(
 
     Each block is ``x + conv(relu(conv(relu(x))))`` with ``C + 2`` channels (the stem output with
     its coordinate channels), the pre-activation order of He et al. 2016 (our reading of
-    Zambaldi et al. 2019, Sec. 3.1 and App. A).
+    Zambaldi et al. 2019, App. B).
     """
     if readout not in ("max_pool", "flatten"):
         raise ValueError(f"`readout` must be 'max_pool' or 'flatten', received {readout!r}.")

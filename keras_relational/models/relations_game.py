@@ -135,6 +135,7 @@ def reinitialize(layers, seed=None):
             if "bias" in variable.name:
                 value = ops.full(variable.shape, BIAS_INIT, dtype=variable.dtype)
             else:
-                value = keras.random.truncated_normal(variable.shape, stddev=0.1,
-                                                      dtype=variable.dtype, seed=generator)
+                value = keras.random.truncated_normal(
+                    variable.shape, stddev=initializers.KERNEL_STDDEV, dtype=variable.dtype,
+                    seed=generator)
             variable.assign(value)

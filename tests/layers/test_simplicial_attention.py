@@ -131,7 +131,7 @@ def gradients(loss_fn, variables):
 
 
 # ---------------------------------------------------------------------------------------------
-# The logit: unsigned scalar triple product (spec Sec. 7, items 1-6)
+# The logit: unsigned scalar triple product (Clift et al. 2020, Sec. 2, eqs. 7-8, App. C)
 # ---------------------------------------------------------------------------------------------
 
 

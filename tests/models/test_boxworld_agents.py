@@ -5,9 +5,9 @@ from keras_relational.models import boxworld_agents
 
 
 @pytest.mark.parametrize("builder, kwargs, expected", [
-    # Spec relational_rl_mhdpa.md 3.1: H = 2, K = 1, SAME padding -> 257,799.
+    # Zambaldi et al. 2019, App. B sizes with H = 2, K = 1, SAME padding -> 257,799.
     (boxworld_agents.relational_agent, {}, 257_799),
-    # Spec 2simplicial_transformer.md 3: simplicial 365,513, Clift's relational 239,241.
+    # Clift et al. 2020, Sec. 4 sizes: simplicial 365,513, their relational agent 239,241.
     (boxworld_agents.simplicial_agent, {}, 365_513),
     (boxworld_agents.simplicial_agent, {"use_simplicial": False}, 239_241),
 ])

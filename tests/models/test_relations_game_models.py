@@ -20,7 +20,7 @@ def grid_coords(h, w):
 
 
 def reference(entities, wk, wq1, wq2, ws, heads, key_dim):
-    """PrediNet, spec Sec. 2.3."""
+    """PrediNet, Shanahan et al. 2020, Sec. 2."""
     b, n, m = entities.shape
     keys = np.einsum("bnm,mg->bng", entities, wk)
     flat = entities.reshape(b, n * m)
@@ -48,13 +48,13 @@ def inputs(seed=0, batch=2, num_tasks=5):
     ("mlp2", 1_546_466)])
 def test_parameter_counts_match_the_spec(central, expected):
     model = rg.build_model(central)
-    assert model.count_params() == expected  # spec Sec. 4.2
+    assert model.count_params() == expected  # Shanahan et al. 2020, Table S2 sizes
     assert model.output_shape == (None, 2)
 
 
 def test_four_class_output_mlp():
     model = rg.build_model("predinet", num_classes=4)
-    assert model.count_params() == 13_856 + 871_488 + 5_204  # spec Sec. 4.2
+    assert model.count_params() == 13_856 + 871_488 + 5_204  # Table S2 sizes, 4 classes
 
 
 def conv_valid(x, w, b, stride):
