@@ -24,16 +24,21 @@ _LAYERS = {
     "ConvStackMemory": "conv_stack_memory",
     "ConvStackMemoryCell": "conv_stack_memory_cell",
     "EntityMaxPool": "entity_max_pool",
+    "MLPCentral": "mlp_central",
+    "MultiHeadAttentionCentral": "multi_head_attention_central",
     "MultiHeadDotProductAttention": "multi_head_dot_product_attention",
     "PrediNet": "predinet",
+    "RelationNetCentral": "relation_net_central",
     "RelationalBlock": "relational_block",
     "RelationalModule": "relational_module",
+    "ShiftEntropyPenalty": "shift_entropy_penalty",
     "SimplicialAttention": "simplicial_attention",
     "SimplicialTransformerBlock": "simplicial_transformer_block",
     "SpatialEntities": "spatial_entities",
     "SymbolConvolution": "symbol_convolution",
     "TPRMemory": "tpr_memory",
     "TPRMemoryCell": "tpr_memory_cell",
+    "TPRSentenceEncoder": "tpr_sentence_encoder",
 }
 
 __all__ = sorted(_LAYERS) + ["__version__"]

@@ -1,7 +1,9 @@
 """Argument validation shared by the whole package: layers, models, environments, agents, binaries.
 
-Every check raises a ``ValueError`` whose message names the owner (a class or function), the
-argument, what was expected and what was received. Pure Python: importing this module loads
+Every check raises a ``ValueError`` whose message names the argument, what was expected and what
+was received; the layers' checks name their owner (a class or function) too, the environment
+configurations' checks use the configuration class as the owner and say "`argument`: expected ...,
+received ...". Pure Python: importing this module loads
 neither Keras nor TensorFlow, so the environments use it too.
 """
 
@@ -29,15 +31,31 @@ def check_known_dim(layer, argument, shape, axis, meaning):
     return int(shape[axis])
 
 
-def check_positive_int(owner, argument, value, allow_none=False):
-    """Raises a ValueError unless ``value`` is a positive int (or None when allowed)."""
+def check_positive_int(owner, argument, value, allow_none=False, allow_zero=False):
+    """Raises a ValueError unless ``value`` is a positive int (or 0, or None, when allowed)."""
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    lowest = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        kind = "non-negative" if allow_zero else "positive"
         raise ValueError(
-            f"{owner} expects `{argument}` to be a positive integer"
+            f"{owner} expects `{argument}` to be a {kind} integer"
             f"{' or None' if allow_none else ''}, received {argument}={value!r}."
         )
+
+
+def check_positive_int_sequence(owner, argument, values, allow_empty=True):
+    """Raises a ValueError unless ``values`` is a list or tuple of positive ints (layer widths).
+
+    An empty sequence is accepted unless ``allow_empty`` is False.
+    """
+    if not isinstance(values, (list, tuple)) or (not values and not allow_empty):
+        raise ValueError(
+            f"{owner} expects `{argument}` to be a {'' if allow_empty else 'non-empty '}list of "
+            f"positive integers, received {argument}={values!r}."
+        )
+    for value in values:
+        check_positive_int(owner, argument, value)
 
 
 def check_positive_number(owner, argument, value, allow_zero=False):
@@ -58,6 +76,44 @@ def check_choice(owner, argument, value, choices):
         raise ValueError(
             f"{owner} expects `{argument}` to be one of {tuple(choices)}, "
             f"received {argument}={value!r}."
+        )
+
+
+# The attention options of keras_relational.MultiHeadDotProductAttention, checked here once for
+# every layer that forwards them (relational block and module, 2-simplicial Transformer block).
+QKV_NORMS = ("joint", "separate", "none")
+ATTENTION_SCALES = ("key_dim", "rmc", None)
+
+
+def check_attention_arguments(owner, num_heads, key_dim, value_dim, qkv_norm, attention_scale):
+    """Raises a ValueError naming the first invalid multi-head attention argument."""
+    check_positive_int(owner, "num_heads", num_heads)
+    check_positive_int(owner, "key_dim", key_dim)
+    check_positive_int(owner, "value_dim", value_dim, allow_none=True)
+    check_choice(owner, "qkv_norm", qkv_norm, QKV_NORMS)
+    check_choice(owner, "attention_scale", attention_scale, ATTENTION_SCALES)
+
+
+def check_logit_arguments(owner, logit_scale, sqrt_epsilon):
+    """Raises a ValueError unless ``logit_scale > 0`` and ``sqrt_epsilon >= 0`` (2-simplicial)."""
+    check_positive_number(owner, "logit_scale", logit_scale)
+    check_positive_number(owner, "sqrt_epsilon", sqrt_epsilon, allow_zero=True)
+
+
+def check_num_virtual_entities(owner, value, virtual, unless, received_context=""):
+    """Checks the number M of virtual entities of the 2-simplicial layers.
+
+    With ``virtual`` True, ``value`` must be a positive int or None (None means the default M,
+    see ``keras_relational.layers.simplicial_attention.resolve_num_virtual_entities``); otherwise
+    there are no virtual entities and ``value`` must be None or 0. ``unless`` says in words when
+    virtual entities exist, ``received_context`` adds the arguments that decided it.
+    """
+    if virtual:
+        check_positive_int(owner, "num_virtual_entities", value, allow_none=True)
+    elif value not in (None, 0) or isinstance(value, bool):
+        raise ValueError(
+            f"{owner} expects `num_virtual_entities` to be None or 0 {unless}, received "
+            f"num_virtual_entities={value!r}{received_context}."
         )
 
 

@@ -14,6 +14,7 @@
 The individual checks are public too, for layers that need a custom model around them.
 """
 
+import inspect
 import json
 import os
 import subprocess
@@ -54,14 +55,18 @@ def functional_model(layer, input_data, call_kwargs=None):
     return keras.Model(model_inputs, outputs)
 
 
-def check_output_shape(layer, input_data, outputs):
+def check_output_shape(layer, input_data, outputs, call_kwargs=None):
+    """``compute_output_shape`` (given the call arguments it accepts) == the eager shapes."""
     input_shapes = [tuple(np.shape(x)) for x in _as_list(input_data)]
     shape_arg = input_shapes if isinstance(input_data, (list, tuple)) else input_shapes[0]
-    expected = layer.compute_output_shape(shape_arg)
-    expected = keras.tree.flatten(expected) if isinstance(expected, (list, tuple)) and expected \
-        and isinstance(expected[0], (list, tuple)) else [expected]
+    accepted = inspect.signature(layer.compute_output_shape).parameters
+    shape_kwargs = {k: v for k, v in (call_kwargs or {}).items() if k in accepted}
+    expected = layer.compute_output_shape(shape_arg, **shape_kwargs)
+    several = isinstance(expected, (list, tuple)) and expected and isinstance(
+        expected[0], (list, tuple))
+    expected = [tuple(e) for e in expected] if several else [tuple(expected)]
     actual = [tuple(o.shape) for o in keras.tree.flatten(outputs)]
-    assert [tuple(e) for e in expected] == actual, (
+    assert expected == actual, (
         f"compute_output_shape {expected} != actual output shapes {actual}")
 
 
@@ -173,7 +178,7 @@ def run_layer_contract(make_layer, input_data, tmp_path, call_kwargs=None, atol=
     call_kwargs = call_kwargs or {}
     layer = make_layer()
     outputs = layer(input_data, **call_kwargs)
-    check_output_shape(layer, input_data, outputs)
+    check_output_shape(layer, input_data, outputs, call_kwargs)
     check_config_round_trip(layer, input_data, call_kwargs)
     model = functional_model(make_layer(), input_data, call_kwargs)
     check_keras_file_round_trip(model, input_data, os.path.join(str(tmp_path), "model.keras"))

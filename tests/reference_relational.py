@@ -1,4 +1,5 @@
-"""NumPy references of the relational equations (Zambaldi et al. 2019, Sec. 2)."""
+"""NumPy references of the relational equations (Zambaldi et al. 2019, Sec. 2.2; Shanahan et al.
+2020, Sec. 4) and the entity sets the tests feed them."""
 
 import keras
 import numpy as np
@@ -76,3 +77,19 @@ def randomise_layer_norms(layer, seed=0):
         if isinstance(sub, keras.layers.LayerNormalization):
             sub.gamma.assign(rng.uniform(0.5, 1.5, size=sub.gamma.shape).astype("float32"))
             sub.beta.assign(rng.normal(scale=0.1, size=sub.beta.shape).astype("float32"))
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def relations_game_entities(seed=0, batch=2, n=25, m=34):
+    """Random entities ``[batch, n, m]`` whose last two features are the (x, y) = (c/S, r/S)
+    coordinates of an ``S x S`` grid, as the Relations Game models build them."""
+    rng = np.random.RandomState(seed)
+    features = rng.uniform(0, 1, size=(batch, n, m - 2))
+    side = int(round(np.sqrt(n)))
+    rows, cols = np.meshgrid(np.arange(side), np.arange(side), indexing="ij")
+    coords = np.stack([cols / side, rows / side], -1).reshape(n, 2)
+    coords = np.broadcast_to(coords, (batch, n, 2))
+    return np.concatenate([features, coords], -1).astype("float32")

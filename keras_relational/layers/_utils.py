@@ -35,3 +35,13 @@ def entity_mask_to_attention_mask(mask, attention_mask):
 def lowest_value(dtype):
     """The most negative finite value of a float ``dtype`` (identity of max-pooling)."""
     return -65504.0 if str(dtype) == "float16" else -3.38e38
+
+
+def output_spec(shapes, dtype):
+    """``keras.KerasTensor``s of ``dtype`` in the nested structure of the shape tuples ``shapes``.
+
+    Every layer's ``compute_output_spec`` returns this for the shapes of its outputs (and of its
+    attention scores, when asked for).
+    """
+    return keras.tree.map_shape_structure(lambda shape: keras.KerasTensor(shape, dtype=dtype),
+                                          shapes)

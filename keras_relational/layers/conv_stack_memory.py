@@ -1,4 +1,4 @@
-"""The convolutional stack LSTM as a Keras RNN layer (Mitchell & Bowers, Sec. 2.2)."""
+"""The convolutional stack LSTM as a Keras RNN layer (Mitchell & Bowers, Sec. III and App. B)."""
 
 import keras
 
@@ -21,7 +21,7 @@ class ConvStackMemory(keras.layers.RNN):
         units: N, number of stacks = hidden units. Paper: 10.
         stack_depth: D, cells per stack. Paper: 20. No parameter depends on it.
         write_mode: ``"gated"`` (paper's equations, default) or ``"embedding_on_push"`` (authors'
-            code; needs input size M == units). See the spec, Sec. 2.2.
+            code; needs input size M == units). See Mitchell & Bowers, App. B.
         return_filters: also return the ``3N`` filter taps per step after ``h`` (for plotting).
         return_memory: also return the flattened ``D*N`` memory per step (for plotting).
         kernel_initializer, bias_initializer: see the cell.
@@ -47,7 +47,7 @@ class ConvStackMemory(keras.layers.RNN):
     (2, 7, 10)
 
     Reference: J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of Convolutions for
-    Systematic Generalisation", Sec. 2.2 and Appendix B.
+    Systematic Generalisation", Sec. III and Appendix B, eqs. (1)-(8).
     """
 
     def __init__(self, units, stack_depth=20, write_mode="gated", return_filters=False,

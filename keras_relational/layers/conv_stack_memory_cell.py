@@ -1,4 +1,4 @@
-"""The convolutional stack LSTM cell (Mitchell & Bowers, Sec. 2.2 and Appendix B).
+"""The convolutional stack LSTM cell (Mitchell & Bowers, Sec. III and Appendix B).
 
 ``stack_update`` is the pure memory update (eq. 5-6); ``ConvStackMemoryCell`` adds the gates and is
 a Keras RNN cell; ``keras_relational.ConvStackMemory`` wraps it in a ``keras.layers.RNN``.
@@ -115,12 +115,12 @@ class ConvStackMemoryCell(keras.layers.Layer):
         return_filters: also output the filters ``F`` flattened to ``3N`` (stack-major) after h
             (the hard ones with ``straight_through``).
         return_memory: also output the new memory ``C`` flattened to ``D*N`` (after h and F).
-        kernel_initializer: for ``W_f, W_i, W_c, W_o``. Default Glorot-uniform [code].
-        bias_initializer: for ``b_f, b_i, b_c, b_o``. Default ``GlorotUniformBias`` [code].
+        kernel_initializer: for ``W_f, W_i, W_c, W_o``. Default Glorot-uniform (authors' code).
+        bias_initializer: for ``b_f, b_i, b_c, b_o``. Default ``GlorotUniformBias`` (authors' code).
         **kwargs: standard ``keras.layers.Layer`` arguments.
 
     Reference: J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of Convolutions for
-    Systematic Generalisation", Sec. 2.2 and Appendix B.
+    Systematic Generalisation", Sec. III and Appendix B, eqs. (1)-(8).
     """
 
     def __init__(self, units, stack_depth=20, write_mode="gated", return_filters=False,

@@ -11,8 +11,9 @@ from keras_relational.layers import _utils
 class EntityMaxPool(keras.layers.Layer):
     """Feature-wise maximum over entities: ``z[b, f] = max_i E[b, i, f]``.
 
-    The readout of Zambaldi et al. (2019, Sec. 2.2): permutation-invariant over entities. Masked
-    entities (Keras mask False) are ignored; a set with every entity masked pools to zeros.
+    The readout of Zambaldi et al. (2019, Sec. 2, "Output module"): permutation-invariant over
+    entities. Masked entities (Keras mask False) are ignored; a set with every entity masked pools
+    to zeros.
 
     Shapes: ``[B, N, F] -> [B, F]``.
 
@@ -27,7 +28,7 @@ class EntityMaxPool(keras.layers.Layer):
     (2, 26)
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2.
+    ICLR 2019, Sec. 2 ("Output module").
     """
 
     def __init__(self, **kwargs):

@@ -7,8 +7,6 @@ from keras import ops
 from keras_relational import validation
 from keras_relational.layers import _utils
 
-_QKV_NORMS = ("joint", "separate", "none")
-_ATTENTION_SCALES = ("key_dim", "rmc", None)
 _HALF_FLOATS = ("float16", "bfloat16")
 
 
@@ -62,22 +60,13 @@ def _layer_norm_last_axis(x, gamma, beta, epsilon):
     return forward(x, gamma, beta)
 
 
-def validate_attention_arguments(owner, num_heads, key_dim, value_dim, qkv_norm, attention_scale):
-    """Raises a ValueError naming the first invalid attention argument (shared with the blocks)."""
-    validation.check_positive_int(owner, "num_heads", num_heads)
-    validation.check_positive_int(owner, "key_dim", key_dim)
-    validation.check_positive_int(owner, "value_dim", value_dim, allow_none=True)
-    validation.check_choice(owner, "qkv_norm", qkv_norm, _QKV_NORMS)
-    validation.check_choice(owner, "attention_scale", attention_scale, _ATTENTION_SCALES)
-
-
 @keras.saving.register_keras_serializable(package="keras_relational")
 class MultiHeadDotProductAttention(keras.layers.Layer):
     """Multi-head dot-product attention over a set of entities, with layer-normalised q, k, v.
 
     Every entity ``e_i`` is projected to per-head queries, keys and values, which are
-    layer-normalised (Zambaldi et al. 2019, Sec. 2.2); each entity then attends to every entity,
-    itself included:
+    layer-normalised (Zambaldi et al. 2019, Sec. 2, "Relational module"); each entity then
+    attends to every entity, itself included:
 
     ``w_ij^h = softmax_j(q_i^h . k_j^h / sqrt(d))``, ``a_i^h = sum_j w_ij^h v_j^h``,
     ``a_i = concat_h a_i^h``.
@@ -102,7 +91,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         output_dim: if set, a final linear projection of the concatenated heads to this width.
         attention_scale: ``"key_dim"`` (default, the paper's ``1/sqrt(d)``), ``"rmc"``
             (``(2 * key_dim + value_dim) ** -0.5``, DeepMind's RMC code) or None (no scaling).
-        layer_norm_epsilon: LayerNorm epsilon (not stated in the paper; 1e-6 as in the spec).
+        layer_norm_epsilon: LayerNorm epsilon (not stated in the paper; 1e-6, our choice).
         kernel_initializer: initializer of the projection kernels (each gets its own clone).
         bias_initializer: initializer of the projection biases.
         **kwargs: standard ``keras.layers.Layer`` arguments.
@@ -127,7 +116,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     ((2, 49, 128), (2, 2, 49, 49))
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2.
+    ICLR 2019, Sec. 2 ("Relational module").
     """
 
     def __init__(
@@ -146,8 +135,8 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         name = type(self).__name__
-        validate_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
-                                     attention_scale)
+        validation.check_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
+                                             attention_scale)
         validation.check_positive_int(name, "output_dim", output_dim, allow_none=True)
         self.num_heads = num_heads
         self.key_dim = key_dim
@@ -305,20 +294,17 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
             return [mask, None]
         return mask
 
-    def compute_output_shape(self, entities_shape):
-        width = self.output_dim or self.num_heads * self._value_dim
-        return (entities_shape[0], entities_shape[1], width)
+    def compute_output_shape(self, entities_shape, return_attention_scores=False):
+        batch, count = entities_shape[0], entities_shape[1]
+        outputs = (batch, count, self.output_dim or self.num_heads * self._value_dim)
+        if return_attention_scores:
+            return outputs, (batch, self.num_heads, count, count)
+        return outputs
 
     def compute_output_spec(self, entities, mask=None, attention_mask=None,
                             return_attention_scores=False):
-        outputs = keras.KerasTensor(self.compute_output_shape(entities.shape),
-                                    dtype=self.compute_dtype)
-        if not return_attention_scores:
-            return outputs
-        batch, entities_count = entities.shape[0], entities.shape[1]
-        scores = keras.KerasTensor((batch, self.num_heads, entities_count, entities_count),
-                                   dtype=self.compute_dtype)
-        return outputs, scores
+        return _utils.output_spec(
+            self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -4,26 +4,20 @@ import keras
 from keras import ops
 
 from keras_relational import validation
-
-
-def _clone_initializer(initializer):
-    """A fresh initializer with the same config, so two weights never share a seeded draw."""
-    if not isinstance(initializer, keras.initializers.Initializer):
-        return initializer
-    return initializer.__class__.from_config(initializer.get_config())
+from keras_relational.layers import _utils, initializers
 
 
 def default_kernel_initializer():
     """Truncated normal, mean 0, stddev 0.1, re-drawn beyond 2 stddev (Shanahan et al. 2020,
     reference notebook; the same for every model of the paper)."""
-    return keras.initializers.TruncatedNormal(mean=0.0, stddev=0.1)
+    return initializers.truncated_normal_kernel()
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
 class PrediNet(keras.layers.Layer):
     """PrediNet central module: each head picks two entities and compares them along shared axes.
 
-    In words (spec letters: B batch, N entities, m features per entity, H heads, g key/query size,
+    In words (letters: B batch, N entities, m features per entity, H heads, g key/query size,
     j relations): the entities ``L`` (``[B, N, m]``, the last ``position_dims`` features being the
     entity's position) get keys ``K = L W_K`` through a projection shared by all heads. The whole
     input is flattened entity-major (``F[b, n*m + f] = L[b, n, f]``) and two linear maps give two
@@ -41,7 +35,7 @@ class PrediNet(keras.layers.Layer):
     (``[N*m, H*g]``): the layer needs a fixed, known ``N`` when built and is *not* invariant to
     the order of the entities. It works for any batch size, including 1, and any number of heads.
 
-    Spec ambiguities and the defaults chosen (all follow the authors' reference notebook):
+    Where the paper is silent, the defaults follow the authors' reference notebook:
     the attention logits are not scaled by ``1/sqrt(g)``; the comparator is the signed difference
     (no ``abs``); positions are attention-weighted, not argmax; ``W_S`` and ``W_K`` also see the
     positions; weights are initialised with a truncated normal of stddev 0.1.
@@ -93,12 +87,7 @@ class PrediNet(keras.layers.Layer):
         validation.check_positive_int("PrediNet", "num_heads", num_heads)
         validation.check_positive_int("PrediNet", "key_dim", key_dim)
         validation.check_positive_int("PrediNet", "num_relations", num_relations)
-        if isinstance(position_dims, bool) or not isinstance(position_dims, int) \
-                or position_dims < 0:
-            raise ValueError(
-                "PrediNet expects `position_dims` to be a non-negative integer, "
-                f"received position_dims={position_dims!r}."
-            )
+        validation.check_positive_int("PrediNet", "position_dims", position_dims, allow_zero=True)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.num_relations = num_relations
@@ -128,7 +117,7 @@ class PrediNet(keras.layers.Layer):
 
         def weight(name, shape):
             return self.add_weight(name=name, shape=shape,
-                                   initializer=_clone_initializer(self.kernel_initializer))
+                                   initializer=_utils.clone_initializer(self.kernel_initializer))
 
         self.key_kernel = weight("key_kernel", (features, self.key_dim))
         self.query_kernel_1 = weight("query_kernel_1", (num_entities * features, queries))
@@ -170,10 +159,8 @@ class PrediNet(keras.layers.Layer):
         return outputs
 
     def compute_output_spec(self, inputs, return_attention_scores=False):
-        shapes = self.compute_output_shape(inputs.shape, return_attention_scores)
-        if not return_attention_scores:
-            return keras.KerasTensor(shapes, dtype=self.compute_dtype)
-        return tuple(keras.KerasTensor(s, dtype=self.compute_dtype) for s in shapes)
+        return _utils.output_spec(
+            self.compute_output_shape(inputs.shape, return_attention_scores), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -5,10 +5,10 @@ from keras import ops
 
 from keras_relational import validation
 from keras_relational.layers import _utils
+from keras_relational.layers.dense_stack import apply_dense_stack, dense_stack
 from keras_relational.layers.multi_head_dot_product_attention import (
     MultiHeadDotProductAttention,
     layer_norm,
-    validate_attention_arguments,
 )
 
 
@@ -52,7 +52,8 @@ class RelationalBlock(keras.layers.Layer):
         key_dim: d, per-head query/key size (Zambaldi et al.: 64).
         value_dim: per-head value size; defaults to ``key_dim``.
         mlp_hidden_units: widths of ``g_theta``'s hidden ReLU layers; a final linear layer maps
-            back to ``F``. Default ``(256,)`` (the paper gives no Box-World size; spec choice).
+            back to ``F``. Default ``(256,)`` (Zambaldi et al. 2019 give no Box-World size; our
+            choice).
         qkv_norm, attention_scale, use_bias, layer_norm_epsilon, kernel_initializer,
             bias_initializer: as in :class:`MultiHeadDotProductAttention` (the epsilon is shared
             with the output LayerNorm).
@@ -72,15 +73,15 @@ class RelationalBlock(keras.layers.Layer):
     (2, 49, 26)
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2 and Appendix.
+    ICLR 2019, Sec. 2 ("Relational module") and Appendix B.
     """
 
     def __init__(
         self,
         num_heads=2,  # Zambaldi et al. 2019: 2 to 4 heads on Box-World
-        key_dim=64,  # Zambaldi et al. 2019, Sec. 2.2
+        key_dim=64,  # Zambaldi et al. 2019, App. B
         value_dim=None,
-        mlp_hidden_units=(256,),  # not in the paper; spec choice (2-layer MLP, hidden 256)
+        mlp_hidden_units=(256,),  # not in Zambaldi et al. 2019; our choice
         qkv_norm="joint",
         attention_scale="key_dim",
         use_bias=True,
@@ -91,8 +92,8 @@ class RelationalBlock(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         mlp_hidden_units = tuple(mlp_hidden_units)
-        for units in mlp_hidden_units:
-            validation.check_positive_int(type(self).__name__, "mlp_hidden_units", units)
+        validation.check_positive_int_sequence(type(self).__name__, "mlp_hidden_units",
+                                               mlp_hidden_units)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -103,8 +104,8 @@ class RelationalBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        validate_attention_arguments(type(self).__name__, num_heads, key_dim, value_dim, qkv_norm,
-                                     attention_scale)
+        validation.check_attention_arguments(type(self).__name__, num_heads, key_dim, value_dim,
+                                             qkv_norm, attention_scale)
         self.supports_masking = True
 
     def build(self, entities_shape):
@@ -125,20 +126,14 @@ class RelationalBlock(keras.layers.Layer):
         )
         self._attention.build((None, None, features))
         width = self._attention.compute_output_shape((None, None, features))[-1]
-        self._mlp_layers = []
-        for i, units in enumerate((*self.mlp_hidden_units, features)):
-            last = i == len(self.mlp_hidden_units)
-            dense = keras.layers.Dense(
-                units,
-                activation=None if last else "relu",
-                kernel_initializer=_utils.clone_initializer(self.kernel_initializer),
-                bias_initializer=_utils.clone_initializer(self.bias_initializer),
-                dtype=self.dtype_policy,
-                name=f"mlp_{i}",
-            )
-            dense.build((None, None, width))
-            width = units
-            self._mlp_layers.append(dense)
+        # g_theta: ReLU hidden layers, then a linear layer back to the entity width F.
+        self._mlp_layers = dense_stack(
+            (*self.mlp_hidden_units, features),
+            names=[f"mlp_{i}" for i in range(len(self.mlp_hidden_units) + 1)],
+            activation="relu", output_activation=None, input_width=width,
+            kernel_initializer=self.kernel_initializer, bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+        )
         self._output_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
         )
@@ -153,8 +148,7 @@ class RelationalBlock(keras.layers.Layer):
         # [B * N, .] rows (plain 2-D matmuls; a faster XLA step, see MHDPA._project).
         features = entities.shape[-1]
         update = ops.reshape(attended, (-1, attended.shape[-1]))
-        for dense in self._mlp_layers:
-            update = dense(update)
+        update = apply_dense_stack(self._mlp_layers, update)
         outputs = layer_norm(ops.reshape(entities, (-1, features)) + update,
                              self._output_layer_norm)
         outputs = ops.reshape(outputs, ops.shape(entities))
@@ -166,17 +160,17 @@ class RelationalBlock(keras.layers.Layer):
                      return_attention_scores=False):
         return [mask, None] if return_attention_scores else mask
 
-    def compute_output_shape(self, entities_shape):
-        return tuple(entities_shape)
+    def compute_output_shape(self, entities_shape, return_attention_scores=False):
+        outputs = tuple(entities_shape)
+        if return_attention_scores:
+            batch, count = entities_shape[0], entities_shape[1]
+            return outputs, (batch, self.num_heads, count, count)
+        return outputs
 
     def compute_output_spec(self, entities, mask=None, attention_mask=None,
                             return_attention_scores=False):
-        outputs = keras.KerasTensor(entities.shape, dtype=self.compute_dtype)
-        if not return_attention_scores:
-            return outputs
-        batch, count = entities.shape[0], entities.shape[1]
-        scores = keras.KerasTensor((batch, self.num_heads, count, count), dtype=self.compute_dtype)
-        return outputs, scores
+        return _utils.output_spec(
+            self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

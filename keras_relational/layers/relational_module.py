@@ -5,7 +5,6 @@ from keras import ops
 
 from keras_relational import validation
 from keras_relational.layers import _utils
-from keras_relational.layers.multi_head_dot_product_attention import validate_attention_arguments
 from keras_relational.layers.relational_block import RelationalBlock, block_arguments
 
 
@@ -18,8 +17,8 @@ class RelationalModule(keras.layers.Layer):
     (recurrently): the parameter count does not depend on ``num_blocks``. With
     ``share_weights=False`` it owns ``num_blocks`` independent blocks ("deep"). Because the block
     is residual, the entity width is constant; if ``model_dim`` is set and differs from the input
-    width ``F``, one learned per-entity linear projection to ``model_dim`` comes first (spec
-    section 2.6, choice 8).
+    width ``F``, one learned per-entity linear projection to ``model_dim`` comes first (our choice:
+    Zambaldi et al. 2019, App. C give the StarCraft II blocks an output width of ``d * H``).
 
     Shapes: ``[B, N, F] -> [B, N, D]`` with ``D = model_dim or F``; attention scores of all
     blocks stacked ``[B, K, H, N, N]``.
@@ -49,7 +48,7 @@ class RelationalModule(keras.layers.Layer):
     ((2, 49, 26), (2, 2, 2, 49, 49))
 
     Reference: Zambaldi et al., "Deep reinforcement learning with relational inductive biases",
-    ICLR 2019, Sec. 2.2 and Appendix.
+    ICLR 2019, Sec. 2 ("Relational module") and Appendix B.
     """
 
     def __init__(
@@ -73,8 +72,8 @@ class RelationalModule(keras.layers.Layer):
         name = type(self).__name__
         validation.check_positive_int(name, "num_blocks", num_blocks)
         validation.check_positive_int(name, "model_dim", model_dim, allow_none=True)
-        validate_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
-                                     attention_scale)
+        validation.check_attention_arguments(name, num_heads, key_dim, value_dim, qkv_norm,
+                                             attention_scale)
         self.num_blocks = num_blocks
         self.share_weights = bool(share_weights)
         self.model_dim = model_dim
@@ -135,19 +134,17 @@ class RelationalModule(keras.layers.Layer):
                      return_attention_scores=False):
         return [mask, None] if return_attention_scores else mask
 
-    def compute_output_shape(self, entities_shape):
-        return (*entities_shape[:-1], self._width(entities_shape[-1]))
+    def compute_output_shape(self, entities_shape, return_attention_scores=False):
+        outputs = (*entities_shape[:-1], self._width(entities_shape[-1]))
+        if return_attention_scores:
+            batch, count = entities_shape[0], entities_shape[1]
+            return outputs, (batch, self.num_blocks, self.num_heads, count, count)
+        return outputs
 
     def compute_output_spec(self, entities, mask=None, attention_mask=None,
                             return_attention_scores=False):
-        outputs = keras.KerasTensor(self.compute_output_shape(entities.shape),
-                                    dtype=self.compute_dtype)
-        if not return_attention_scores:
-            return outputs
-        batch, count = entities.shape[0], entities.shape[1]
-        scores = keras.KerasTensor((batch, self.num_blocks, self.num_heads, count, count),
-                                   dtype=self.compute_dtype)
-        return outputs, scores
+        return _utils.output_spec(
+            self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

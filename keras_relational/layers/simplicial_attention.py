@@ -5,78 +5,23 @@ from keras import ops
 
 from keras_relational import validation
 from keras_relational.layers import _utils
+from keras_relational.layers.simplicial_scores import joint_pair_softmax, triple_product_logits
 
 _MODES = ("virtual", "full")
-# Floor on a squared norm before its square root: the norm's gradient stays finite at the zero
-# vector, and every vector longer than 1e-15 is untouched (float32 normals reach 1.2e-38).
-_MIN_SQUARED_NORM = 1e-30
+DEFAULT_NUM_VIRTUAL_ENTITIES = 2  # Clift et al. 2020, Sec. 4: M = 2 in every experiment
 
 
-def _norm(x):
-    """``[B, H, I, d]`` -> ``[B, H, I]`` (a contraction, not a reduce: faster on XLA's CPU)."""
-    squared = ops.einsum("bhid,bhid->bhi", x, x)
-    return ops.sqrt(ops.maximum(squared, ops.cast(_MIN_SQUARED_NORM, squared.dtype)))
+def resolve_num_virtual_entities(num_virtual_entities, virtual=True):
+    """M, the number of virtual entities: 0 without them, and None means 2 (Clift et al. Sec. 4).
 
-
-def triple_product_logits(p, l1, l2, sqrt_epsilon=1e-12):
-    """Unsigned scalar triple products ``<p_i, l1_j, l2_k>`` of all triples (eqs. 7, 8, 26).
-
-    ``<a, b, c> = ||(a.b) c - (a.c) b + (b.c) a||`` is evaluated in the normalised form of
-    eq. (26), ``||a|| ||b|| ||c|| sqrt(s)`` with
-    ``s = cos_ab^2 + cos_bc^2 + cos_ac^2 - 2 cos_ab cos_ac cos_bc`` (``0 <= s <= 1``). It only
-    needs the pairwise dot products, so no ``[I, J, K, d]`` tensor is formed, and the cosines
-    are in ``[-1, 1]`` whatever the scale of the vectors: it only overflows when the product of
-    the three norms (or a squared norm) does, about 1e38 in float32, where the degree-6
-    polynomial of eq. (8) overflows at the square root of that.
-
-    Stability: ``sqrt(max(s, 0) + sqrt_epsilon)``. ``max`` removes a rounding-negative ``s`` and
-    ``sqrt_epsilon`` keeps the derivative of the square root finite at ``s = 0`` (pairwise
-    orthogonal vectors, or a zero vector). Near ``s = 0`` the gradient of ``sqrt(s)`` with respect
-    to the cosines is bounded (``s`` is a sum of squares there), so any positive epsilon suffices;
-    ``1e-12`` changes a logit by at most ``1e-6 * ||p|| ||l1|| ||l2||`` (relative, so the product
-    stays exactly homogeneous, Lemma C.10(v)). ``sqrt_epsilon=0`` is the plain square root of the
-    authors' code, whose gradient is NaN at ``s = 0``.
-
-    Args:
-        p: ``[B, H, I, d]`` queries.
-        l1: ``[B, H, J, d]`` first keys.
-        l2: ``[B, H, K, d]`` second keys.
-        sqrt_epsilon: see above.
-
-    Returns:
-        ``[B, H, I, J, K]`` logits, never negative.
+    The one place of this rule for :class:`SimplicialAttention`, the Transformer block and the
+    agents built from them.
     """
-    norm_p, norm_1, norm_2 = _norm(p), _norm(l1), _norm(l2)
-    # Cosines from the raw dot products (normalising the small [I, J] products, not the vectors).
-    cos_pj = ops.einsum("bhid,bhjd->bhij", p, l1) / (norm_p[..., :, None] * norm_1[..., None, :])
-    cos_pk = ops.einsum("bhid,bhkd->bhik", p, l2) / (norm_p[..., :, None] * norm_2[..., None, :])
-    cos_jk = ops.einsum("bhjd,bhkd->bhjk", l1, l2) / (norm_1[..., :, None] * norm_2[..., None, :])
-    cos_pj = cos_pj[..., :, :, None]
-    cos_pk = cos_pk[..., :, None, :]
-    cos_jk = cos_jk[..., None, :, :]
-    s = (ops.square(cos_pj) + ops.square(cos_pk) + ops.square(cos_jk)
-         - 2.0 * cos_pj * cos_pk * cos_jk)
-    root = ops.sqrt(ops.maximum(s, 0.0) + ops.cast(sqrt_epsilon, s.dtype))
-    norms = (norm_p[..., :, None, None] * norm_1[..., None, :, None]
-             * norm_2[..., None, None, :])
-    return norms * root
-
-
-def _joint_pair_softmax(logits, pair_mask):
-    """Softmax over all pairs ``(j, k)`` jointly: ``[B, H, I, J, K]`` -> same shape."""
-    shape = ops.shape(logits)
-    flat = ops.reshape(logits, (shape[0], shape[1], shape[2], shape[3] * shape[4]))
-    if pair_mask is not None:
-        mask_shape = ops.shape(pair_mask)
-        pair_mask = ops.reshape(
-            pair_mask, (mask_shape[0], 1, 1, mask_shape[-2] * mask_shape[-1])
-        )
-        # The lowest finite value, not -inf: a fully masked row stays finite (its output is
-        # zeroed by the caller), and pairs with huge logits still beat every masked pair.
-        flat = ops.where(pair_mask, flat, _utils.lowest_value(flat.dtype))
-    if flat.shape[-1] == 1:  # a single pair (M = 1) gets all the weight
-        return ops.ones_like(logits)
-    return ops.reshape(ops.softmax(flat, axis=-1), shape)
+    if not virtual:
+        return 0
+    if num_virtual_entities is None:
+        return DEFAULT_NUM_VIRTUAL_ENTITIES
+    return num_virtual_entities
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
@@ -113,8 +58,8 @@ class SimplicialAttention(keras.layers.Layer):
       The output rows of the virtual entities are their own values ``u_i`` (eq. 14, before the
       layer norm of the block).
       The softmax runs over the ``M^2`` virtual pairs only: eq. (13)'s denominator runs over all
-      ``N + M`` entities, a typo that would make the weights not sum to 1 (the authors' code,
-      spec Sec. 2.6).
+      ``N + M`` entities, a typo that would make the weights not sum to 1 (the authors' code
+      normalises over the virtual pairs).
     * ``"full"`` (eq. 10): all ``N`` entities query and all ``N^2`` pairs are scored, ``A`` is
       ``[B, H, N, N, N]``: ``O(N^3)`` time and memory, for small ``N``. The messages are
       contracted one value at a time (``O(N^3 d + N^2 d^2 + N d^3)``), never per pair.
@@ -122,8 +67,8 @@ class SimplicialAttention(keras.layers.Layer):
     Numerics: the logit is computed in the normalised form of eq. (26) as
     ``||p|| ||l1|| ||l2|| sqrt(max(s, 0) + sqrt_epsilon)``, see :func:`triple_product_logits`;
     outputs and gradients are finite for zero, orthogonal and collinear vectors, and the
-    relative epsilon keeps the logit exactly homogeneous in each argument. The spec's proposal
-    ``sqrt(max(sq, 0) + 1e-6)`` on eq. (8) is an absolute floor instead and overflows earlier.
+    relative epsilon keeps the logit exactly homogeneous in each argument. An absolute floor
+    ``sqrt(max(sq, 0) + 1e-6)`` on eq. (8) would not be homogeneous and overflows earlier.
     Under a 16-bit dtype policy the logits and the softmax are computed in float32.
 
     Masking: a False entity in the Keras ``mask`` ``[B, T]`` is never part of a scored pair, and
@@ -134,14 +79,14 @@ class SimplicialAttention(keras.layers.Layer):
 
     Args:
         num_heads: H. Clift et al. use one head (Sec. 4) and never test more; every head has its
-            own projections and its own ``W_B`` (spec Sec. 2.4, [X]).
+            own projections and its own ``W_B`` (our extension to several heads).
         key_dim: width of ``p``, ``l1`` and ``l2`` per head (Clift et al. Sec. 4: 48).
         value_dim: width of ``u`` per head; defaults to ``key_dim`` (as in Clift et al.).
         mode: ``"virtual"`` or ``"full"``, see above.
         num_virtual_entities: M, the number of trailing virtual rows in ``"virtual"`` mode;
             None means 2 (Clift et al. Sec. 4). Must be None or 0 in ``"full"`` mode.
         logit_scale: multiplies the logits before the softmax. Default 1.0: no temperature, as in
-            the paper and code (spec Sec. 2.8: initial weights are then almost one-hot).
+            the paper and the authors' code.
         sqrt_epsilon: relative epsilon under the square root of the logit (see Numerics).
             Default 1e-12; 0 gives the code's plain, NaN-prone square root.
         use_bias: add a bias to the p/l1/l2/u projection. Default False (the authors' code).
@@ -184,11 +129,11 @@ class SimplicialAttention(keras.layers.Layer):
         value_dim=None,
         mode="virtual",
         num_virtual_entities=None,
-        logit_scale=1.0,  # Clift et al. 2020 use no scale [P, C]
-        sqrt_epsilon=1e-12,  # spec Sec. 2.9 item 6 [X]; relative, see triple_product_logits
-        use_bias=False,  # Clift et al. 2020, authors' code [C]
-        kernel_initializer="glorot_uniform",  # authors' code [C]
-        bilinear_initializer="glorot_uniform",  # authors' code [C]
+        logit_scale=1.0,  # Clift et al. 2020 use no scale (paper and code)
+        sqrt_epsilon=1e-12,  # not in the paper; relative, see triple_product_logits
+        use_bias=False,  # Clift et al. 2020, authors' code
+        kernel_initializer="glorot_uniform",  # authors' code
+        bilinear_initializer="glorot_uniform",  # authors' code
         bias_initializer="zeros",
         **kwargs,
     ):
@@ -198,15 +143,9 @@ class SimplicialAttention(keras.layers.Layer):
         validation.check_positive_int(name, "key_dim", key_dim)
         validation.check_positive_int(name, "value_dim", value_dim, allow_none=True)
         validation.check_choice(name, "mode", mode, _MODES)
-        if mode == "virtual":
-            validation.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
-                                       allow_none=True)
-        elif num_virtual_entities not in (None, 0) or isinstance(num_virtual_entities, bool):
-            raise ValueError(
-                f"{name} expects `num_virtual_entities` to be None or 0 in mode='full', "
-                f"received num_virtual_entities={num_virtual_entities!r}."
-            )
-        validate_logit_arguments(name, logit_scale, sqrt_epsilon)
+        validation.check_num_virtual_entities(name, num_virtual_entities, mode == "virtual",
+                                              unless="in mode='full'")
+        validation.check_logit_arguments(name, logit_scale, sqrt_epsilon)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -227,9 +166,7 @@ class SimplicialAttention(keras.layers.Layer):
     @property
     def _num_virtual(self):
         """M: 0 in full mode, 2 (Clift et al. Sec. 4) when ``num_virtual_entities`` is None."""
-        if self.mode == "full":
-            return 0
-        return 2 if self.num_virtual_entities is None else self.num_virtual_entities
+        return resolve_num_virtual_entities(self.num_virtual_entities, self.mode == "virtual")
 
     def build(self, entities_shape, mask_shape=None):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
@@ -284,14 +221,14 @@ class SimplicialAttention(keras.layers.Layer):
         if key_mask is not None:
             key_mask = ops.cast(key_mask, "bool")
             pair_mask = ops.logical_and(key_mask[:, :, None], key_mask[:, None, :])
-        return ops.cast(_joint_pair_softmax(logits, pair_mask), dtype)
+        return ops.cast(joint_pair_softmax(logits, pair_mask), dtype)
 
     def _virtual_attention(self, entities, mask):
         m, dk = self._num_virtual, self.key_dim
         key_width = self.num_heads * dk
-        # Only standard entities query and only virtual entities are keys and values (spec
-        # Sec. 2.6), so p is projected for the N standard rows and l1, l2, u for the M virtual
-        # rows only: the same outputs as projecting every row, at ~1/4 of the cost.
+        # Only standard entities query and only virtual entities are keys and values (Clift
+        # et al. 2020, eqs. 13-14), so p is projected for the N standard rows and l1, l2, u for
+        # the M virtual rows only: the same outputs as projecting every row, at ~1/4 of the cost.
         p = self._heads(self._project(entities[:, :-m], 0, key_width), dk)
         l1, l2, u = ops.split(self._project(entities[:, -m:], key_width), [key_width,
                                                                          2 * key_width], axis=-1)
@@ -361,24 +298,21 @@ class SimplicialAttention(keras.layers.Layer):
     def compute_mask(self, entities, mask=None, return_attention_scores=False):
         return [mask, None] if return_attention_scores else mask
 
-    def compute_output_shape(self, entities_shape):
-        return (entities_shape[0], entities_shape[1], self.num_heads * self._value_dim)
-
-    def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
-        outputs = keras.KerasTensor(self.compute_output_shape(entities.shape),
-                                    dtype=self.compute_dtype)
+    def compute_output_shape(self, entities_shape, return_attention_scores=False):
+        batch, count = entities_shape[0], entities_shape[1]
+        outputs = (batch, count, self.num_heads * self._value_dim)
         if not return_attention_scores:
             return outputs
-        batch, count = entities.shape[0], entities.shape[1]
         m = self._num_virtual
         if self.mode == "virtual":
-            queries = None if count is None else count - m
-            pairs = (m, m)
+            queries, pairs = (None if count is None else count - m), (m, m)
         else:
             queries, pairs = count, (count, count)
-        scores = keras.KerasTensor((batch, self.num_heads, queries, *pairs),
-                                   dtype=self.compute_dtype)
-        return outputs, scores
+        return outputs, (batch, self.num_heads, queries, *pairs)
+
+    def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
+        return _utils.output_spec(
+            self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -399,8 +333,3 @@ class SimplicialAttention(keras.layers.Layer):
         )
         return config
 
-
-def validate_logit_arguments(owner, logit_scale, sqrt_epsilon):
-    """Raises a ValueError unless ``logit_scale > 0`` and ``sqrt_epsilon >= 0`` (shared)."""
-    validation.check_positive_number(owner, "logit_scale", logit_scale)
-    validation.check_positive_number(owner, "sqrt_epsilon", sqrt_epsilon, allow_zero=True)

@@ -5,13 +5,11 @@ from keras import ops
 
 from keras_relational import validation
 from keras_relational.layers import _utils
-from keras_relational.layers.multi_head_dot_product_attention import (
-    MultiHeadDotProductAttention,
-    validate_attention_arguments,
-)
+from keras_relational.layers.dense_stack import apply_dense_stack, dense_stack
+from keras_relational.layers.multi_head_dot_product_attention import MultiHeadDotProductAttention
 from keras_relational.layers.simplicial_attention import (
     SimplicialAttention,
-    validate_logit_arguments,
+    resolve_num_virtual_entities,
 )
 
 _MODES = ("virtual", "full")
@@ -114,54 +112,48 @@ class SimplicialTransformerBlock(keras.layers.Layer):
 
     def __init__(
         self,
-        num_heads=2,  # Clift et al. 2020, Sec. 4 [P]
-        key_dim=32,  # Clift et al. 2020, Sec. 4 [P]
+        num_heads=2,  # Clift et al. 2020, Sec. 4
+        key_dim=32,  # Clift et al. 2020, Sec. 4
         value_dim=None,
-        simplicial_num_heads=1,  # Clift et al. 2020, Sec. 4 [P]
-        simplicial_key_dim=48,  # Clift et al. 2020, Sec. 4 [P]
+        simplicial_num_heads=1,  # Clift et al. 2020, Sec. 4
+        simplicial_key_dim=48,  # Clift et al. 2020, Sec. 4
         simplicial_value_dim=None,
-        simplicial_mode="virtual",  # Clift et al. 2020, Sec. 2.3 [P]
-        num_virtual_entities=None,  # 2: Clift et al. 2020, Sec. 4 [P]
-        num_iterations=2,  # Clift et al. 2020, Sec. 4 [P]
-        share_weights=True,  # Clift et al. 2020, Sec. 4 [P]
-        share_layer_norms=False,  # authors' code [C]
+        simplicial_mode="virtual",  # Clift et al. 2020, Sec. 2.3
+        num_virtual_entities=None,  # 2: Clift et al. 2020, Sec. 4
+        num_iterations=2,  # Clift et al. 2020, Sec. 4
+        share_weights=True,  # Clift et al. 2020, Sec. 4
+        share_layer_norms=False,  # authors' code
         use_simplicial=True,
-        mlp_hidden_units=(64,),  # Clift et al. 2020, Sec. 4 [P]
-        attention_scale="key_dim",  # authors' code [C]; eq. (2) has none
-        logit_scale=1.0,  # Clift et al. 2020 [P, C]
-        sqrt_epsilon=1e-12,  # spec Sec. 2.9 item 6 [X]
-        layer_norm_epsilon=1e-5,  # authors' code (keras-transformer) [C]
+        mlp_hidden_units=(64,),  # Clift et al. 2020, Sec. 4
+        attention_scale="key_dim",  # authors' code; eq. (2) has none
+        logit_scale=1.0,  # Clift et al. 2020 (paper and code): no scale
+        sqrt_epsilon=1e-12,  # not in the paper, see SimplicialAttention
+        layer_norm_epsilon=1e-5,  # authors' code (keras-transformer)
         return_virtual_entities=False,
-        kernel_initializer="glorot_uniform",  # authors' code [C]
-        bilinear_initializer="glorot_uniform",  # authors' code [C]
-        bias_initializer="zeros",  # authors' code [C]
-        virtual_entity_initializer="random_uniform",  # Keras Embedding default, code [C]
+        kernel_initializer="glorot_uniform",  # authors' code
+        bilinear_initializer="glorot_uniform",  # authors' code
+        bias_initializer="zeros",  # authors' code
+        virtual_entity_initializer="random_uniform",  # Keras Embedding default, authors' code
         **kwargs,
     ):
         super().__init__(**kwargs)
         name = type(self).__name__
-        validate_attention_arguments(name, num_heads, key_dim, value_dim, "none", attention_scale)
+        validation.check_attention_arguments(name, num_heads, key_dim, value_dim, "none",
+                                             attention_scale)
         validation.check_positive_int(name, "simplicial_num_heads", simplicial_num_heads)
         validation.check_positive_int(name, "simplicial_key_dim", simplicial_key_dim)
         validation.check_positive_int(name, "simplicial_value_dim", simplicial_value_dim,
                                    allow_none=True)
         validation.check_choice(name, "simplicial_mode", simplicial_mode, _MODES)
         validation.check_positive_int(name, "num_iterations", num_iterations)
-        validate_logit_arguments(name, logit_scale, sqrt_epsilon)
+        validation.check_logit_arguments(name, logit_scale, sqrt_epsilon)
         mlp_hidden_units = tuple(mlp_hidden_units)
-        for units in mlp_hidden_units:
-            validation.check_positive_int(name, "mlp_hidden_units", units)
-        virtual = use_simplicial and simplicial_mode == "virtual"
-        if virtual:
-            validation.check_positive_int(name, "num_virtual_entities", num_virtual_entities,
-                                       allow_none=True)
-        elif num_virtual_entities not in (None, 0) or isinstance(num_virtual_entities, bool):
-            raise ValueError(
-                f"{name} expects `num_virtual_entities` to be None or 0 unless "
-                f"use_simplicial=True and simplicial_mode='virtual', received "
-                f"num_virtual_entities={num_virtual_entities!r} with use_simplicial="
-                f"{use_simplicial!r}, simplicial_mode={simplicial_mode!r}."
-            )
+        validation.check_positive_int_sequence(name, "mlp_hidden_units", mlp_hidden_units)
+        validation.check_num_virtual_entities(
+            name, num_virtual_entities, use_simplicial and simplicial_mode == "virtual",
+            unless="unless use_simplicial=True and simplicial_mode='virtual'",
+            received_context=(f" with use_simplicial={use_simplicial!r}, "
+                              f"simplicial_mode={simplicial_mode!r}"))
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -189,9 +181,8 @@ class SimplicialTransformerBlock(keras.layers.Layer):
     @property
     def _num_virtual(self):
         """M: 2 (Clift et al. Sec. 4) when None in virtual mode, else 0."""
-        if not (self.use_simplicial and self.simplicial_mode == "virtual"):
-            return 0
-        return 2 if self.num_virtual_entities is None else self.num_virtual_entities
+        return resolve_num_virtual_entities(
+            self.num_virtual_entities, self.use_simplicial and self.simplicial_mode == "virtual")
 
     def _make_simplicial_attention(self, name):
         return SimplicialAttention(
@@ -259,22 +250,14 @@ class SimplicialTransformerBlock(keras.layers.Layer):
                                                  or self.simplicial_key_dim)
         mlp_input = one_width + (two_width if self.use_simplicial else 0)
 
-        def make_mlp(suffix):
-            layers, width = [], mlp_input
-            for i, units in enumerate((*self.mlp_hidden_units, features)):
-                last = i == len(self.mlp_hidden_units)
-                dense = keras.layers.Dense(
-                    units,
-                    activation=None if last else "relu",
-                    kernel_initializer=_utils.clone_initializer(self.kernel_initializer),
-                    bias_initializer=_utils.clone_initializer(self.bias_initializer),
-                    dtype=self.dtype_policy,
-                    name=f"mlp{suffix}_{i}",
-                )
-                dense.build((None, None, width))
-                layers.append(dense)
-                width = units
-            return layers
+        def make_mlp(suffix):  # g_theta: ReLU hidden layers, then linear back to F
+            return dense_stack(
+                (*self.mlp_hidden_units, features),
+                names=[f"mlp{suffix}_{i}" for i in range(len(self.mlp_hidden_units) + 1)],
+                activation="relu", output_activation=None, input_width=mlp_input,
+                kernel_initializer=self.kernel_initializer,
+                bias_initializer=self.bias_initializer, dtype=self.dtype_policy,
+            )
 
         self._attentions = self._per_iteration(self.share_weights, make_attention)
         self._simplicial_attentions = (
@@ -324,9 +307,7 @@ class SimplicialTransformerBlock(keras.layers.Layer):
                 attended = ops.concatenate(
                     [attended, self._simplicial_layer_norms[i](simplicial)], axis=-1
                 )
-            update = attended
-            for dense in self._mlps[i]:
-                update = dense(update)
+            update = apply_dense_stack(self._mlps[i], attended)
             entities = self._output_layer_norms[i](entities + update)
             scores.append(iteration_scores)
         if m and not self.return_virtual_entities:
@@ -346,30 +327,27 @@ class SimplicialTransformerBlock(keras.layers.Layer):
             return [mask, None]
         return mask
 
-    def compute_output_shape(self, entities_shape):
+    def compute_output_shape(self, entities_shape, return_attention_scores=False):
         batch, count, features = entities_shape
-        if self.return_virtual_entities and self._num_virtual and count is not None:
-            count = count + self._num_virtual
-        return (batch, count, features)
-
-    def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
-        outputs = keras.KerasTensor(self.compute_output_shape(entities.shape),
-                                    dtype=self.compute_dtype)
+        m = self._num_virtual
+        outputs = (batch, count + m if self.return_virtual_entities and m and count is not None
+                   else count, features)
         if not return_attention_scores:
             return outputs
-        batch, count = entities.shape[0], entities.shape[1]
-        m = self._num_virtual
         total = None if count is None else count + m
         scores = []
         for _ in range(self.num_iterations):
-            iteration_scores = {"one_simplicial": keras.KerasTensor(
-                (batch, self.num_heads, total, total), dtype=self.compute_dtype)}
+            iteration_scores = {"one_simplicial": (batch, self.num_heads, total, total)}
             if self.use_simplicial:
                 pairs = (m, m) if m else (count, count)
-                iteration_scores["two_simplicial"] = keras.KerasTensor(
-                    (batch, self.simplicial_num_heads, count, *pairs), dtype=self.compute_dtype)
+                iteration_scores["two_simplicial"] = (batch, self.simplicial_num_heads, count,
+                                                      *pairs)
             scores.append(iteration_scores)
         return outputs, scores
+
+    def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
+        return _utils.output_spec(
+            self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -1,4 +1,4 @@
-"""Convolution over the symbol axis with time steps as channels (Mitchell & Bowers, Sec. 2.1)."""
+"""Convolution over the symbol axis with time steps as channels (Mitchell & Bowers, Sec. II)."""
 
 import keras
 from keras import ops
@@ -34,7 +34,8 @@ class SymbolConvolution(keras.layers.Layer):
 
     Args:
         filters: K, number of filters (= classes for the paper's classifier).
-        use_bias: add a learnt bias per filter (shared by all symbols). Default False [code].
+        use_bias: add a learnt bias per filter (shared by all symbols). Default False (authors'
+            code).
         activation: applied between the convolution and the pooling. Default None [paper].
         pooling: ``"max"`` (paper), ``"mean"``, ``"sum"`` (all permutation invariant), or None to
             return the un-pooled ``[B, V, K]`` activation map (e.g. to draw Fig. 1).
@@ -55,7 +56,7 @@ class SymbolConvolution(keras.layers.Layer):
     (1, 2)
 
     Reference: J. Mitchell and J. S. Bowers, "Harnessing the Symmetry of Convolutions for
-    Systematic Generalisation", Sec. 2.1 and Appendix A.
+    Systematic Generalisation", Sec. II and Appendix A.
     """
 
     def __init__(self, filters, use_bias=False, activation=None, pooling="max",

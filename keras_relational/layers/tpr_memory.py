@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relational import validation
+from keras_relational.layers.dense_stack import dense_stack
 from keras_relational.layers.tpr_memory_cell import TPRMemoryCell
 
 _IMPLEMENTATIONS = ("factored", "dense")
@@ -32,8 +33,8 @@ class TPRMemory(keras.layers.Layer):
     Implementations (identical maths, tested against each other):
 
     * ``"factored"`` (default, memory-light): ``F`` is never materialised. Since
-      ``F_t = sum_{tau<=t,k} a_{tau k} ⊗ b_{tau k} ⊗ c_{tau k}`` (three rank-1 terms per step, spec
-      Sec. 9.2) and the keys ``a, b`` come straight from the MLPs, the targets ``c`` solve one
+      ``F_t = sum_{tau<=t,k} a_{tau k} ⊗ b_{tau k} ⊗ c_{tau k}`` (three rank-1 terms per step, eqs.
+      (6)-(14)) and the keys ``a, b`` come straight from the MLPs, the targets ``c`` solve one
       unit lower-triangular linear system over the ``S*K`` terms (``K`` = number of enabled
       operations). Memory ``O(B (S K)^2)`` instead of ``O(B S E^2 R)`` for backpropagation.
     * ``"dense"``: the literal recurrence, a ``keras.layers.RNN`` over
@@ -42,8 +43,8 @@ class TPRMemory(keras.layers.Layer):
 
     Args:
         entity_dim: ``E``. Default 15, the single-task size (Schlag & Schmidhuber 2018, Sec. 7).
-        relation_dim: ``R``. Default 10 (not stated in the paper; spec proposal, Sec. 3.1).
-        hidden_dim: ``H``, MLP hidden width. Default 40 (authors' code release, spec Sec. 3.1).
+        relation_dim: ``R``. Default 10 (not stated in the paper; our choice).
+        hidden_dim: ``H``, MLP hidden width. Default 40 (authors' code release).
         use_move: include the move operation (Table 3 ablation "W+B" when False).
         use_backlink: include the backlink operation (Table 3 ablation "W+M" when False).
         inference_steps: number of chained reads (3 in the paper, eqs. 17-19).
@@ -78,14 +79,14 @@ class TPRMemory(keras.layers.Layer):
     def __init__(
         self,
         entity_dim=15,  # Schlag & Schmidhuber 2018, Sec. 7 (single-task model)
-        relation_dim=10,  # spec Sec. 3.1 proposal; the paper's appendix was not available
-        hidden_dim=40,  # authors' code release (spec Sec. 3.1)
+        relation_dim=10,  # not in the paper's main text; our choice
+        hidden_dim=40,  # authors' code release
         use_move=True,
         use_backlink=True,
         inference_steps=3,  # Schlag & Schmidhuber 2018, eqs. 17-19
         implementation="factored",
-        layer_norm_epsilon=1e-7,  # authors' code release (spec Sec. 2.5)
-        kernel_initializer="glorot_uniform",  # authors' code release (spec Sec. 2.6)
+        layer_norm_epsilon=1e-7,  # authors' code release
+        kernel_initializer="glorot_uniform",  # authors' code release
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -97,11 +98,7 @@ class TPRMemory(keras.layers.Layer):
         validation.check_choice(name, "use_move", use_move, (True, False))
         validation.check_choice(name, "use_backlink", use_backlink, (True, False))
         validation.check_choice(name, "implementation", implementation, _IMPLEMENTATIONS)
-        if not isinstance(layer_norm_epsilon, (int, float)) or layer_norm_epsilon <= 0:
-            raise ValueError(
-                f"{name} expects `layer_norm_epsilon` to be a positive number, "
-                f"received layer_norm_epsilon={layer_norm_epsilon!r}."
-            )
+        validation.check_positive_number(name, "layer_norm_epsilon", layer_norm_epsilon)
         self.entity_dim = entity_dim
         self.relation_dim = relation_dim
         self.hidden_dim = hidden_dim
@@ -127,20 +124,14 @@ class TPRMemory(keras.layers.Layer):
         return ("n",) + tuple(f"l{i + 1}" for i in range(self.inference_steps))
 
     def _make_mlp(self, prefix, input_dim, output_dim):
-        for i, (fan_in, units) in enumerate(((input_dim, self.hidden_dim),
-                                             (self.hidden_dim, output_dim))):
-            dense = keras.layers.Dense(
-                units,
-                activation="tanh",
-                kernel_initializer=self.kernel_initializer.__class__.from_config(
-                    self.kernel_initializer.get_config()
-                ),
-                bias_initializer="zeros",
-                name=f"{prefix}_{i + 1}",
-                dtype=self.dtype_policy,
-            )
-            dense.build((None, fan_in))
-            self.mlp_layers[f"{prefix}_{i + 1}"] = dense
+        """``f(x) = tanh(W2 tanh(W1 x + b1) + b2)``: layers ``{prefix}_1`` and ``{prefix}_2``."""
+        names = (f"{prefix}_1", f"{prefix}_2")
+        layers = dense_stack(
+            (self.hidden_dim, output_dim), names, activation="tanh", output_activation="tanh",
+            input_width=input_dim, kernel_initializer=self.kernel_initializer,
+            bias_initializer="zeros", dtype=self.dtype_policy,
+        )
+        self.mlp_layers.update(dict(zip(names, layers, strict=True)))
 
     def build(self, input_shape):
         if not isinstance(input_shape, (list, tuple)) or len(input_shape) != 2 or not isinstance(

@@ -40,7 +40,7 @@ class TPRMemoryCell(keras.layers.Layer):
     The state is the memory ``F`` of shape ``[B, E, R, E]`` (source entity, relation, target
     entity), flattened to ``E*R*E`` floats. With ``U(F, x, y) = sum_{e,r} x[e] y[r] F[e, r, :]``
     (contract source and relation, return the target), every retrieval reads the pre-update
-    state ``F_{t-1}`` (spec Sec. 2.4):
+    state ``F_{t-1}`` (Schlag & Schmidhuber 2018, Sec. 4, eqs. (4) and (6)-(14)):
 
         w = U(F_{t-1}, e1, r1)    m = U(F_{t-1}, e1, r2)    b = U(F_{t-1}, e2, r3)
         F_t = F_{t-1} + e1 ⊗ r1 ⊗ (e2 - w)      # write: replace the target of (e1, r1) by e2

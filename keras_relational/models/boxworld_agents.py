@@ -21,13 +21,14 @@ Example:
 import keras
 
 import keras_relational
+from keras_relational.layers.dense_stack import apply_dense_stack, dense_stack
 
 PIXEL_SCALE = 1.0 / 255.0  # uint8 RGB frames -> [0, 1]
 
 
 def _stem(inputs, conv_filters, padding, input_scale, name):
     """Scales the input (pixels to [0, 1]) and applies the 2x2 ReLU conv stem (Zambaldi et al.,
-    Sec. 3)."""
+    App. B)."""
     x = keras.layers.Rescaling(input_scale, name=f"{name}_rescale")(
         keras.ops.cast(inputs, "float32"))
     for i, filters in enumerate(conv_filters):
@@ -38,32 +39,32 @@ def _stem(inputs, conv_filters, padding, input_scale, name):
 
 def _heads(pooled, head_units, num_actions, name):
     """``len(head_units)`` Dense+ReLU layers, then linear policy logits and a scalar value."""
-    x = pooled
-    for i, units in enumerate(head_units):
-        x = keras.layers.Dense(units, activation="relu", name=f"{name}_fc{i}")(x)
+    hidden = dense_stack(head_units, [f"{name}_fc{i}" for i in range(len(head_units))],
+                         activation="relu", output_activation="relu")
+    x = apply_dense_stack(hidden, pooled)
     logits = keras.layers.Dense(num_actions, name="policy_logits")(x)
     value = keras.layers.Reshape((), name="value")(keras.layers.Dense(1, name="value_head")(x))
     return logits, value
 
 
 def relational_agent(
-    observation_shape=(14, 14, 3),  # Box-World frame with its 1-pixel wall [R]
+    observation_shape=(14, 14, 3),  # 12x12 room (Zambaldi et al. 2019, Sec. 3.1) + 1-pixel wall
     num_actions=4,
-    conv_filters=(12, 24),  # Zambaldi et al. 2019, Sec. 3 / App.: 12 and 24 kernels, 2x2
-    padding="same",  # spec 2.6 #1 (Sonnet default); "valid" gives N = 144
+    conv_filters=(12, 24),  # Zambaldi et al. 2019, App. B: 12 and 24 kernels, 2x2
+    padding="same",  # not in the paper; Sonnet's default. "valid" gives N = 144
     num_blocks=1,  # Zambaldi et al.: 1 block for distractor branch length 1
     share_weights=True,  # Zambaldi et al.: shared parameters across blocks
     num_heads=2,  # Zambaldi et al.: 2 to 4 heads
     key_dim=64,  # Zambaldi et al.: d = 64
-    mlp_hidden_units=(256,),  # spec choice 6
-    head_units=(256, 256, 256, 256),  # Zambaldi et al.: 4 FC layers (width: spec choice 10)
+    mlp_hidden_units=(256,),  # not in the paper; our choice
+    head_units=(256, 256, 256, 256),  # Zambaldi et al.: 4 FC layers (width: our choice)
     return_attention_scores=False,
     input_scale=PIXEL_SCALE,  # 1.0 for one-hot observations
     name="relational_agent",
 ):
     """Zambaldi et al.'s relational Box-World agent.
 
-    With the defaults it has 257,799 parameters (spec section 3.1).
+    With the defaults it has 257,799 parameters.
 
     Returns:
         ``keras.Model``: observation ``[B, H, W, C]`` -> ``(logits [B, A], value [B])``, plus the
@@ -89,7 +90,7 @@ def baseline_agent(
     padding="same",
     num_residual_blocks=3,  # Zambaldi et al.: 3 to 6 residual conv blocks
     residual_kernel_size=3,  # Zambaldi et al.: 3x3 kernels, 26 channels
-    readout="max_pool",  # spec choice 13; "flatten" as an ablation
+    readout="max_pool",  # Zambaldi et al. 2019, Sec. 3.1: only the relational module changes
     head_units=(256, 256, 256, 256),
     input_scale=PIXEL_SCALE,
     name="baseline_agent",
@@ -97,7 +98,8 @@ def baseline_agent(
     """The non-relational Box-World baseline: residual conv blocks in place of attention.
 
     Each block is ``x + conv(relu(conv(relu(x))))`` with ``C + 2`` channels (the stem output with
-    its coordinate channels), as spec section 3.2.
+    its coordinate channels), the pre-activation order of He et al. 2016 (our reading of
+    Zambaldi et al. 2019, App. B).
     """
     if readout not in ("max_pool", "flatten"):
         raise ValueError(f"`readout` must be 'max_pool' or 'flatten', received {readout!r}.")
@@ -124,19 +126,19 @@ def baseline_agent(
 
 
 def simplicial_agent(
-    observation_shape=(7, 10, 3),  # bridge BoxWorld: 7 rows, 9 columns + inventory [P]
+    observation_shape=(7, 10, 3),  # 7 rows, 9 columns + inventory (Clift et al. 2020, Sec. 3)
     num_actions=4,
-    conv_filters=(12, 24),  # Clift et al. 2020, Sec. 5: two 2x2 convs, 12 and 24 filters [P]
-    padding="valid",  # [P]
-    model_dim=64,  # D = 64: a 62-wide projection plus 2 coordinates [P]
-    num_blocks=2,  # 2 iterations, shared weights [P]
-    num_heads=2,  # 1-simplicial: 2 heads x 32 [P]
+    conv_filters=(12, 24),  # Clift et al. 2020, Sec. 4: two 2x2 convs, 12 and 24 filters
+    padding="valid",  # Clift et al. 2020, Sec. 4
+    model_dim=64,  # D = 64: a 62-wide projection plus 2 coordinates (Sec. 4)
+    num_blocks=2,  # 2 iterations, shared weights (Sec. 4)
+    num_heads=2,  # 1-simplicial: 2 heads x 32 (Sec. 4)
     key_dim=32,
-    simplicial_key_dim=48,  # one 2-simplicial head of width 48 [P]
-    num_virtual_entities=2,  # M = 2 [P]
+    simplicial_key_dim=48,  # one 2-simplicial head of width 48 (Sec. 4)
+    num_virtual_entities=2,  # M = 2 (Sec. 4)
     use_simplicial=True,
-    mlp_hidden_units=(64,),  # [P/C]
-    head_units=(256, 256, 256, 256),  # [P]
+    mlp_hidden_units=(64,),  # Sec. 4 and the authors' code
+    head_units=(256, 256, 256, 256),  # Sec. 4: four layers of 256
     return_attention_scores=False,
     input_scale=PIXEL_SCALE,
     name="simplicial_agent",

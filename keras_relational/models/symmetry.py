@@ -8,10 +8,10 @@ and biases) where Keras' defaults differ.
 """
 
 import keras
-from keras import ops
 
 from keras_relational.layers.conv_stack_memory import ConvStackMemory
 from keras_relational.layers.conv_stack_memory_cell import GlorotUniformBias
+from keras_relational.layers.shift_entropy_penalty import ShiftEntropyPenalty
 from keras_relational.layers.symbol_convolution import SymbolConvolution
 
 
@@ -30,7 +30,8 @@ def symbol_conv_classifier(num_steps=3, num_classes=2, use_bias=False, pooling="
 
 def rule_mlp_classifier(num_symbols=12, num_steps=3, hidden_units=24, num_classes=2,
                         name="rule_mlp_classifier"):
-    """Table I's MLP: flatten ``V*T`` -> Dense(24, sigmoid, no bias) -> Dense(K, no bias) [code]."""
+    """Table I's MLP: flatten ``V*T`` -> Dense(24, sigmoid, no bias) -> Dense(K, no bias) (authors'
+    code)."""
     inputs = keras.Input(shape=(num_symbols, num_steps), name="symbol_grid")
     x = keras.layers.Flatten()(inputs)
     x = keras.layers.Dense(hidden_units, activation="sigmoid", use_bias=False, name="hidden")(x)
@@ -41,7 +42,7 @@ def rule_mlp_classifier(num_symbols=12, num_steps=3, hidden_units=24, num_classe
 def rule_rnn_classifier(num_symbols=12, num_steps=3, hidden_units=24, num_classes=2,
                         name="rule_rnn_classifier"):
     """Table I's Elman RNN: the one-hot column ``X[:, :, t]`` is the input at step t; tanh, 24
-    units, logits from the last hidden state. Glorot-uniform kernels and biases [code]."""
+    units, logits from the last hidden state. Glorot-uniform kernels and biases (authors' code)."""
     inputs = keras.Input(shape=(num_symbols, num_steps), name="symbol_grid")
     x = keras.layers.Permute((2, 1))(inputs)  # [B, T, V]
     h = keras.layers.SimpleRNN(hidden_units, activation="tanh",
@@ -50,44 +51,6 @@ def rule_rnn_classifier(num_symbols=12, num_steps=3, hidden_units=24, num_classe
     logits = keras.layers.Dense(num_classes, bias_initializer=GlorotUniformBias(),
                                 name="logits")(h)
     return keras.Model(inputs, logits, name=name)
-
-
-@keras.saving.register_keras_serializable(package="keras_relational")
-class ShiftEntropyPenalty(keras.layers.Layer):
-    """Adds ``cost * mean entropy of the stack-shift filters`` to the model's losses.
-
-    Call with ``(h, filters, tokens)``: ``h`` ``[B, T, N]`` is returned unchanged; ``filters``
-    ``[B, T, 3N]`` are the push / stay / pop taps of every stack (``ConvStackMemory(...,
-    return_filters=True)``); ``tokens`` ``[B, T]`` are the ids, and steps with id
-    ``padding_id`` are left out of the mean, so padding a batch does not change the penalty.
-    The entropy of one stack's filter is ``-sum_k F_k log F_k`` (0 for a hard push, stay or pop,
-    ln 3 for a uniform one). Not in the paper: a regulariser towards discrete stack actions
-    (see ``conv_stack_lstm``).
-    """
-
-    def __init__(self, cost, padding_id=0, **kwargs):
-        super().__init__(**kwargs)
-        if not cost >= 0:
-            raise ValueError(f"ShiftEntropyPenalty needs cost >= 0, received cost={cost!r}.")
-        self.cost = float(cost)
-        self.padding_id = padding_id
-
-    def call(self, h, filters, tokens):
-        taps = ops.reshape(filters, (ops.shape(filters)[0], ops.shape(filters)[1], -1, 3))
-        entropy = -ops.sum(taps * ops.log(ops.maximum(taps, 1e-12)), axis=-1)  # [B, T, N]
-        valid = ops.cast(ops.not_equal(tokens, self.padding_id), entropy.dtype)[..., None]
-        count = ops.maximum(ops.sum(valid) * ops.cast(ops.shape(entropy)[-1], entropy.dtype),
-                            1.0)
-        self.add_loss(self.cost * ops.sum(entropy * valid) / count)
-        return h
-
-    def compute_output_shape(self, h_shape, filters_shape, tokens_shape):
-        return h_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"cost": self.cost, "padding_id": self.padding_id})
-        return config
 
 
 def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
@@ -99,10 +62,10 @@ def conv_stack_lstm(vocab_size=7, embedding_size=10, units=10, stack_depth=20,
     ``"gated"`` mode; ``"embedding_on_push"`` (authors' code) needs ``embedding_size == units``.
     ``shift_entropy_cost`` > 0 (not the paper's, which is 0) adds that multiple of the mean
     entropy of the stacks' push / stay / pop filters over the non-padding steps to the training
-    loss (:class:`ShiftEntropyPenalty`), a push towards discrete stack actions; the outputs and
-    the parameters are the same either way. ``straight_through`` (not the paper's) makes the
-    stacks take hard push / stay / pop actions in the forward pass (``ConvStackMemory``); the
-    penalty then sees the hard filters.
+    loss (``keras_relational.ShiftEntropyPenalty``), a push towards discrete stack actions; the
+    outputs and the parameters are the same either way. ``straight_through`` (not the paper's)
+    makes the stacks take hard push / stay / pop actions in the forward pass
+    (``ConvStackMemory``); the penalty then sees the hard filters.
     """
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(vocab_size, embedding_size, embeddings_initializer="glorot_uniform",

@@ -5,79 +5,7 @@ from keras import ops
 
 from keras_relational import validation
 from keras_relational.layers.tpr_memory import TPRMemory
-
-
-@keras.saving.register_keras_serializable(package="keras_relational")
-class TPRSentenceEncoder(keras.layers.Layer):
-    """Position-weighted bag of words (eq. 5): ``s = sum_i Emb[w_i] ⊙ p_i``.
-
-    One learned position vector ``p_i`` per absolute token position, shared by story sentences
-    and questions. As in the authors' code the stored position table starts at ones and is
-    divided by ``W`` in the forward pass, so ``s`` starts as a scaled mean of word embeddings.
-
-    PAD handling (spec Sec. 2.3 ambiguity): ``mask_pad_words=True`` (default) sums over the real
-    words only, which is eq. 5 of the paper; ``False`` lets PAD (id 0) contribute its own learned
-    embedding, as the released code does.
-
-    Args:
-        vocab_size: ``V``, including PAD (id 0).
-        symbol_dim: ``D``; ``None`` (default) uses ``D = V`` as the authors' code.
-        mask_pad_words: see above.
-        **kwargs: standard ``keras.layers.Layer`` arguments.
-
-    Call arguments:
-        inputs: int word ids ``[..., W]`` (e.g. ``[B, S, W]`` stories or ``[B, W]`` questions).
-
-    Returns:
-        Sentence vectors ``[..., D]``.
-
-    Example:
-
-    >>> encoder = keras_relational.models.tpr_rnn.TPRSentenceEncoder(vocab_size=20)
-    >>> tuple(encoder(np.ones((2, 3, 6), "int32")).shape)
-    (2, 3, 20)
-
-    Reference: Schlag & Schmidhuber, "Learning to Reason with Third-Order Tensor Products",
-    NeurIPS 2018, eq. (5).
-    """
-
-    def __init__(self, vocab_size, symbol_dim=None, mask_pad_words=True, **kwargs):
-        super().__init__(**kwargs)
-        validation.check_positive_int("TPRSentenceEncoder", "vocab_size", vocab_size)
-        validation.check_positive_int("TPRSentenceEncoder", "symbol_dim", symbol_dim,
-                                   allow_none=True)
-        validation.check_choice("TPRSentenceEncoder", "mask_pad_words", mask_pad_words,
-                             (True, False))
-        self.vocab_size = vocab_size
-        self.symbol_dim = symbol_dim
-        self.mask_pad_words = mask_pad_words
-
-    def build(self, input_shape):
-        words = validation.check_known_dim(self, "inputs", input_shape, -1, "number of words W")
-        dim = self.symbol_dim or self.vocab_size
-        self.embeddings = self.add_weight(
-            name="embeddings", shape=(self.vocab_size, dim),
-            initializer=keras.initializers.RandomUniform(-0.1, 0.1),  # authors' code
-        )
-        self.positions = self.add_weight(name="positions", shape=(words, dim), initializer="ones")
-        super().build(input_shape)
-
-    def call(self, inputs):
-        ids = ops.cast(inputs, "int32")
-        vectors = ops.take(self.embeddings, ids, axis=0)
-        if self.mask_pad_words:
-            vectors = vectors * ops.cast(ops.not_equal(ids, 0), vectors.dtype)[..., None]
-        words = self.positions.shape[0]
-        return ops.sum(vectors * (self.positions / float(words)), axis=-2)
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[:-1]) + (self.symbol_dim or self.vocab_size,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"vocab_size": self.vocab_size, "symbol_dim": self.symbol_dim,
-                       "mask_pad_words": self.mask_pad_words})
-        return config
+from keras_relational.layers.tpr_sentence_encoder import TPRSentenceEncoder
 
 
 def tpr_rnn(
@@ -86,7 +14,7 @@ def tpr_rnn(
     max_words,
     symbol_dim=None,  # D = V in the authors' code
     entity_dim=15,  # Schlag & Schmidhuber 2018, Sec. 7 (single-task)
-    relation_dim=10,  # spec Sec. 3.1 proposal (appendix unavailable)
+    relation_dim=10,  # not in the paper's main text; our choice
     hidden_dim=40,  # authors' code release
     use_move=True,
     use_backlink=True,

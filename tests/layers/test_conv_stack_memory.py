@@ -38,7 +38,7 @@ def update(memory, taps, write=None, push_write=None):
 
 
 def reference_step(memory, filters, write):
-    """Spec eq. (5)-(6) in NumPy with per-stack filters."""
+    """Mitchell & Bowers, App. B, eqs. (5)-(6) in NumPy with per-stack filters."""
     zero = np.zeros_like(memory[:, :1])
     up = np.concatenate([zero, memory[:, :-1]], 1)
     down = np.concatenate([memory[:, 1:], zero], 1)
@@ -153,7 +153,7 @@ def test_scripted_controller_recalls_palindromes():
 @pytest.mark.parametrize("write_mode,straight_through", [
     ("gated", False), ("embedding_on_push", False), ("gated", True), ("embedding_on_push", True)])
 def test_cell_matches_numpy_reference(write_mode, straight_through):
-    """Spec Sec. 2.2 reference forward pass, with the layer's own weights (with
+    """Mitchell & Bowers, App. B, eqs. (1)-(8) forward pass, with the layer's own weights (with
     ``straight_through``, the same with one-hot argmax filters)."""
     rng = np.random.RandomState(7)
     x = rng.normal(size=(B, 5, N)).astype("float32")
@@ -227,7 +227,7 @@ def test_causality_right_padding_is_safe():
 def test_parameter_counts_and_gradients():
     keras.utils.set_random_seed(1)
     gated = symmetry.conv_stack_lstm(write_mode="gated")
-    assert gated.count_params() == 1407  # spec Sec. 2.2
+    assert gated.count_params() == 1407  # Mitchell & Bowers, Table II sizes
     assert symmetry.conv_stack_lstm(write_mode="embedding_on_push").count_params() == 987
     assert symmetry.standard_lstm().count_params() == 45177
     data = palindromes.encode(np.array([[1, 2, 3, 4]]))

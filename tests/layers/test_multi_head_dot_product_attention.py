@@ -67,7 +67,7 @@ def test_zero_queries_give_uniform_attention():
 
 def test_reduces_to_keras_multi_head_attention():
     """qkv_norm="none", one head: plain softmax(QK^T/sqrt(d))V, i.e. Keras MHA with an identity
-    output projection (spec section 7, property 6)."""
+    output projection (Zambaldi et al. 2019, Sec. 2)."""
     f, d = 5, 4
     x = _entities(f=f)
     ours = keras_relational.MultiHeadDotProductAttention(1, d, qkv_norm="none", output_dim=None)

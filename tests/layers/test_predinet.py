@@ -20,7 +20,7 @@ def grid_coords(h, w):
 
 
 def reference(entities, wk, wq1, wq2, ws, heads, key_dim):
-    """NumPy reference of spec Sec. 2.3 (Shanahan et al. 2020, Eqs. 1-6), in float64."""
+    """NumPy reference of Shanahan et al. 2020, Sec. 2, Eqs. 1-6, in float64."""
     entities = entities.astype(np.float64)
     b, n, m = entities.shape
     keys = np.einsum("bnm,mg->bng", entities, wk)
@@ -77,7 +77,7 @@ def test_paper_sizes_and_parameter_count():
     layer = keras_relational.PrediNet()
     out = layer(entities)
     assert tuple(out.shape) == (2, 640)
-    assert layer.count_params() == 871_488  # spec Sec. 4.2
+    assert layer.count_params() == 871_488  # Shanahan et al. 2020, Table S2 sizes
     assert len(layer.trainable_weights) == 4
     assert sorted(tuple(w.shape) for w in layer.trainable_weights) == sorted(
         [(34, 16), (850, 512), (850, 512), (34, 16)])

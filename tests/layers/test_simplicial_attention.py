@@ -6,7 +6,7 @@ import pytest
 from layer_contract import run_layer_contract
 
 import keras_relational
-from keras_relational.layers.simplicial_attention import triple_product_logits
+from keras_relational.layers.simplicial_scores import triple_product_logits
 
 # ---------------------------------------------------------------------------------------------
 # NumPy references (float64), written from the paper's equations, independent of the layer.
@@ -131,7 +131,7 @@ def gradients(loss_fn, variables):
 
 
 # ---------------------------------------------------------------------------------------------
-# The logit: unsigned scalar triple product (spec Sec. 7, items 1-6)
+# The logit: unsigned scalar triple product (Clift et al. 2020, Sec. 2, eqs. 7-8, App. C)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -177,7 +177,7 @@ def test_masked_matches_reference_and_padding_has_no_effect():
 
 def test_parameter_counts_and_sharing():
     x = np.zeros((1, 40, 64), "float32")
-    # Clift et al.'s simplicial and relational agents (spec Sec. 3: 365,513 and 239,241 in all;
+    # Clift et al.'s simplicial and relational agents (their Sec. 4 sizes: 365,513 and 239,241;
     # both share the same 218,121 torso and head parameters outside the blocks).
     simplicial = keras_relational.SimplicialTransformerBlock()
     simplicial(x)

@@ -11,7 +11,7 @@ from keras_relational.models import symmetry
 
 
 def reference(x, kernel, bias=None, pooling="max"):
-    """Spec Sec. 2.1 NumPy forward pass."""
+    """NumPy forward pass (Mitchell & Bowers, Sec. II)."""
     z = np.einsum("bvt,tk->bvk", x, kernel)
     if bias is not None:
         z = z + bias

@@ -28,7 +28,8 @@ def mlp(layer, name, x):
 
 
 def reference(layer, sentences, question, mask):
-    """Spec Sec. 2.7 with the layer's own weights, float64, the literal six outer products."""
+    """Schlag & Schmidhuber 2018, eqs. (6)-(20), with the layer's own weights, float64, the
+    literal six outer products."""
     sentences, question = sentences.astype("float64"), question.astype("float64")
     parts = {n: mlp(layer, n, sentences) for n in layer.update_names}
     batch, steps = sentences.shape[:2]
@@ -154,7 +155,7 @@ def test_batch_independence():
     np.testing.assert_allclose(one[0], full[2], atol=1e-6)
 
 
-# --- the cell: algebra of the update (spec Sec. 7, items 7-11) -------------------------------
+# --- the cell: algebra of the update (Schlag & Schmidhuber 2018, Sec. 4) ------------------
 
 
 def cell_update(memory, e1, e2, r1, r2=None, r3=None, **kwargs):

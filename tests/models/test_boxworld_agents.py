@@ -5,9 +5,9 @@ from keras_relational.models import boxworld_agents
 
 
 @pytest.mark.parametrize("builder, kwargs, expected", [
-    # Spec relational_rl_mhdpa.md 3.1: H = 2, K = 1, SAME padding -> 257,799.
+    # Zambaldi et al. 2019, App. B sizes with H = 2, K = 1, SAME padding -> 257,799.
     (boxworld_agents.relational_agent, {}, 257_799),
-    # Spec 2simplicial_transformer.md 3: simplicial 365,513, Clift's relational 239,241.
+    # Clift et al. 2020, Sec. 4 sizes: simplicial 365,513, their relational agent 239,241.
     (boxworld_agents.simplicial_agent, {}, 365_513),
     (boxworld_agents.simplicial_agent, {"use_simplicial": False}, 239_241),
 ])
@@ -52,7 +52,7 @@ def test_attention_maps_of_a_model_without_attention_outputs(tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from keras_relational.models import attention_analysis
+    from keras_relational.analysis import boxworld_attention as attention_analysis
 
     model = boxworld_agents.relational_agent(num_blocks=2, key_dim=8)
     frames = np.random.RandomState(1).randint(0, 256, size=(2, 14, 14, 3)).astype("uint8")

@@ -1,11 +1,10 @@
 import os
 
 import keras
-import layer_contract
 import numpy as np
 import pytest
 
-from keras_relational.models import predinet_analysis
+from keras_relational.analysis import predinet_attention as predinet_analysis
 from keras_relational.models import relations_game as rg
 
 
@@ -21,7 +20,7 @@ def grid_coords(h, w):
 
 
 def reference(entities, wk, wq1, wq2, ws, heads, key_dim):
-    """PrediNet, spec Sec. 2.3."""
+    """PrediNet, Shanahan et al. 2020, Sec. 2."""
     b, n, m = entities.shape
     keys = np.einsum("bnm,mg->bng", entities, wk)
     flat = entities.reshape(b, n * m)
@@ -37,14 +36,6 @@ def relu(x):
     return np.maximum(x, 0.0)
 
 
-def make_entities(seed=0, batch=2, n=25, m=34):
-    rng = np.random.RandomState(seed)
-    features = rng.uniform(0, 1, size=(batch, n, m - 2))
-    side = int(round(np.sqrt(n)))
-    coords = np.broadcast_to(grid_coords(side, side), (batch, n, 2))
-    return np.concatenate([features, coords], -1).astype("float32")
-
-
 def inputs(seed=0, batch=2, num_tasks=5):
     rng = np.random.RandomState(seed)
     images = rng.randint(0, 256, size=(batch, 36, 36, 3)).astype("float32")
@@ -57,13 +48,13 @@ def inputs(seed=0, batch=2, num_tasks=5):
     ("mlp2", 1_546_466)])
 def test_parameter_counts_match_the_spec(central, expected):
     model = rg.build_model(central)
-    assert model.count_params() == expected  # spec Sec. 4.2
+    assert model.count_params() == expected  # Shanahan et al. 2020, Table S2 sizes
     assert model.output_shape == (None, 2)
 
 
 def test_four_class_output_mlp():
     model = rg.build_model("predinet", num_classes=4)
-    assert model.count_params() == 13_856 + 871_488 + 5_204  # spec Sec. 4.2
+    assert model.count_params() == 13_856 + 871_488 + 5_204  # Table S2 sizes, 4 classes
 
 
 def conv_valid(x, w, b, stride):
@@ -107,67 +98,6 @@ def test_entities_use_unit_coordinates_last():
     np.testing.assert_allclose(entities[0, :, -2:], grid_coords(5, 5), atol=1e-7)
 
 
-def test_mlp_matches_numpy_reference():
-    entities = make_entities(3)
-    layer = rg.MLPCentral(hidden_units=(7, 5))
-    out = np.asarray(layer(entities))
-    h = entities.reshape(2, -1).astype(np.float64)
-    for kernel, bias in layer.dense_weights:
-        h = relu(h @ np.asarray(kernel) + np.asarray(bias))
-    np.testing.assert_allclose(out, h, atol=1e-5)
-    assert out.shape == (2, 5)
-
-
-def rn_reference(entities, w1, w2):
-    b, n, m = entities.shape
-    s = np.repeat(entities, n, axis=1)
-    r = np.tile(entities, (1, n, 1))
-    assert s.shape[1] == n * n  # every ordered pair, self-pairs included
-    h = relu(relu(np.concatenate([s, r], -1) @ w1) @ w2)
-    return h.mean(axis=1)
-
-
-def test_relation_net_matches_reference_and_is_permutation_invariant():
-    entities = make_entities(4, n=9, m=6)
-    layer = rg.RelationNetCentral(hidden_units=11, output_dim=7)
-    out = np.asarray(layer(entities))
-    expected = rn_reference(entities.astype(np.float64), np.asarray(layer.pair_kernel),
-                            np.asarray(layer.output_kernel))
-    np.testing.assert_allclose(out, expected, atol=1e-5)
-    perm = np.random.RandomState(0).permutation(9)
-    np.testing.assert_allclose(np.asarray(layer(entities[:, perm])), out, atol=1e-5)
-    assert len(layer.trainable_weights) == 2  # no biases
-
-
-def mha_reference(entities, wk, wq, wv, w, heads, g, dv):
-    b, n, _ = entities.shape
-    k = (entities @ wk).reshape(b, n, heads, g).transpose(0, 2, 1, 3)
-    q = (entities @ wq).reshape(b, n, heads, g).transpose(0, 2, 1, 3)
-    v = (entities @ wv).reshape(b, n, heads, dv).transpose(0, 2, 1, 3)
-    a = softmax(np.einsum("bhqg,bhkg->bhqk", q, k))
-    o = np.einsum("bhqk,bhkv->bhqv", a, v)
-    return np.einsum("bhnv,hn->bhv", o, w).reshape(b, heads * dv), a, o
-
-
-def test_mha_matches_reference_and_is_equivariant_before_combine():
-    entities = make_entities(5, n=9, m=6)
-    layer = rg.MultiHeadAttentionCentral(num_heads=3, key_dim=4, value_dim=5)
-    out, attention = layer(entities, return_attention_scores=True)
-    weights = [np.asarray(w, np.float64) for w in (layer.key_kernel, layer.query_kernel,
-                                                    layer.value_kernel, layer.combine_kernel)]
-    expected, expected_attention, attended = mha_reference(entities.astype(np.float64), *weights,
-                                                           3, 4, 5)
-    np.testing.assert_allclose(np.asarray(out), expected, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(attention), expected_attention, atol=1e-6)
-    assert tuple(layer.combine_kernel.shape) == (3, 9)
-    # Before CombineValues the module is permutation-equivariant.
-    perm = np.random.RandomState(1).permutation(9)
-    _, _, attended_p = mha_reference(entities[:, perm].astype(np.float64), *weights, 3, 4, 5)
-    np.testing.assert_allclose(attended_p, attended[:, :, perm], atol=1e-6)
-    # CombineValues is position-specific, so the output is not invariant.
-    assert not np.allclose(np.asarray(layer(entities[:, perm])), np.asarray(out), atol=1e-5)
-
-
 def test_initialisers_and_reinitialize_restore_the_distribution():
     model = rg.build_model("mlp1")
     layers = [model.get_layer(rg.CENTRAL)] + [model.get_layer(n) for n in rg.OUTPUT_LAYERS]
@@ -209,38 +139,6 @@ def test_whole_model_keras_round_trip(tmp_path):
     model.save(path)
     reloaded = keras.saving.load_model(path)
     np.testing.assert_allclose(np.asarray(reloaded(data)), np.asarray(model(data)), atol=1e-6)
-
-
-BASELINES = {
-    "mlp": lambda: rg.MLPCentral(hidden_units=(6, 5)),
-    "relation_net": lambda: rg.RelationNetCentral(hidden_units=4, output_dim=3),
-    "mha": lambda: rg.MultiHeadAttentionCentral(num_heads=2, key_dim=3, value_dim=4),
-}
-
-
-@pytest.mark.parametrize("kind", sorted(BASELINES))
-def test_layer_contract_in_process(kind, tmp_path):
-    # The in-process steps of run_layer_contract, per baseline layer.
-    entities = make_entities(7, n=9, m=6)
-    layer = BASELINES[kind]()
-    layer_contract.check_output_shape(layer, entities, layer(entities))
-    layer_contract.check_config_round_trip(layer, entities)
-    model = layer_contract.functional_model(BASELINES[kind](), entities)
-    layer_contract.check_keras_file_round_trip(model, entities, str(tmp_path / "model.keras"))
-
-
-@pytest.mark.slow
-@pytest.mark.subprocess
-def test_layer_contract_fresh_process_and_jit_fit(tmp_path):
-    # The fresh-process (SavedModel + JAX) and jit_compile fit steps of run_layer_contract, once
-    # for a model holding all three baselines (one subprocess instead of three); the models
-    # module is imported there so that the baseline classes are registered.
-    entities = make_entities(7, n=9, m=6)
-    inputs = keras.Input(entities.shape[1:])
-    model = keras.Model(inputs, [make()(inputs) for make in BASELINES.values()])
-    layer_contract.check_fresh_process(model, entities, tmp_path,
-                                       extra_imports=["keras_relational.models.relations_game"])
-    layer_contract.check_jit_fit_step(model, entities)
 
 
 def test_attention_analysis(tmp_path):

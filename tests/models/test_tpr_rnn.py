@@ -18,7 +18,7 @@ def unbind(memory, x, y):
 
 
 def reference_forward(model, story, query, mask_pad):
-    """The spec's Sec. 2.7 reference, float64, with the model's own weights."""
+    """Schlag & Schmidhuber 2018, eqs. (5)-(20), float64, with the model's own weights."""
     encoder = model.get_layer("sentence_encoder")
     memory_layer = model.get_layer("tpr_memory")
     emb = np.asarray(encoder.embeddings, "float64")

@@ -1,4 +1,5 @@
-"""Which entities each PrediNet head attends to, and plots of it over the image (Fig. 6a).
+"""Which entities each PrediNet head attends to, and plots of it over the image (Shanahan et al.
+2020, Fig. 6a).
 
 Works on a whole Relations Game model from :func:`keras_relational.models.relations_game.
 build_model` with a PrediNet central module. Matplotlib is imported only by
@@ -7,12 +8,12 @@ build_model` with a PrediNet central module. Matplotlib is imported only by
 Example:
 
 ```python
-from keras_relational.models import predinet_analysis
+from keras_relational.analysis import predinet_attention
 
-attention_1, attention_2 = predinet_analysis.attention_maps(model, images)  # [B, H, 5, 5]
-print(predinet_analysis.attended_cells(attention_1[0]))   # per head: (row, col, weight)
-figure = predinet_analysis.plot_attention(images[0], attention_1[0], attention_2[0],
-                                          heads=(0, 1, 2, 3), path="/tmp/attention.png")
+attention_1, attention_2 = predinet_attention.attention_maps(model, images)  # [B, H, 5, 5]
+print(predinet_attention.attended_cells(attention_1[0]))   # per head: (row, col, weight)
+figure = predinet_attention.plot_attention(images[0], attention_1[0], attention_2[0],
+                                           heads=(0, 1, 2, 3), path="/tmp/attention.png")
 ```
 """
 
@@ -54,7 +55,8 @@ def attention_maps(model, images, batch_size=256):
 
 
 def split_propositions(outputs, num_heads, num_relations, position_dims=2):
-    """Splits PrediNet's flat ``[B, H * (j + 2p)]`` output into its parts (spec Sec. 2.5).
+    """Splits PrediNet's flat ``[B, H * (j + 2p)]`` output into its parts (Shanahan et al. 2020,
+    Sec. 2, eq. (7)).
 
     Returns ``{"values": D [B, H, j], "pos1": [B, H, p], "pos2": [B, H, p]}`` as NumPy arrays:
     ``values[b, h, i]`` is the signed distance between head ``h``'s two attended entities along
@@ -82,7 +84,11 @@ def attended_cells(attention):
 
 
 def to_image_space(mask, image_size=36, kernel=12, stride=6):
-    """Spreads each cell's weight over its receptive field and normalises to max 1 (spec 8.1)."""
+    """Spreads each cell's weight over its receptive field and normalises to max 1.
+
+    Our way of drawing the 5x5 masks over the 36x36 image (Shanahan et al. 2020, Fig. 6a shows
+    the masks, not how they were drawn).
+    """
     mask = np.asarray(mask, dtype="float64")
     heat = np.zeros((image_size, image_size))
     for r in range(mask.shape[0]):

@@ -1,4 +1,5 @@
-"""Attention maps of the Box-World agents, and plots of them over the frame (Figure 4 style).
+"""Attention maps of the Box-World agents, and plots of them over the frame (Zambaldi et al. 2019,
+Fig. 4 style).
 
 Example::
 
@@ -37,7 +38,8 @@ def entity_centres(frame_shape, feature_shape, padding="same", num_convs=2, kern
 
     With stride-1 ``kernel_size`` convolutions, TF/Keras "same" padding pads bottom/right for
     even kernels, so entity ``(i, j)`` covers pixels ``i .. i + num_convs*(k-1)`` from its
-    top-left corner ``(i, j)``; "valid" padding gives the same anchoring (spec 8.7).
+    top-left corner ``(i, j)``; "valid" padding gives the same anchoring (the Keras and
+    TensorFlow padding convention, which Zambaldi et al. 2019 use).
     """
     del frame_shape, padding  # both paddings anchor at the top-left pixel for stride-1 convs
     rows, cols = feature_shape
