@@ -51,6 +51,9 @@ def test_layer_package_adds_little_to_the_keras_import():
 def _load_benchmark():
     import importlib.util
 
+    # As when run as a script: its directory is on the path (it imports results_io beside it).
+    if os.path.join(_REPO_ROOT, "benchmarks") not in sys.path:
+        sys.path.insert(0, os.path.join(_REPO_ROOT, "benchmarks"))
     path = os.path.join(_REPO_ROOT, "benchmarks", "import_time.py")
     spec = importlib.util.spec_from_file_location("import_time_benchmark", path)
     module = importlib.util.module_from_spec(spec)
