@@ -3,7 +3,8 @@
 Level i of `BatchedBoxWorld(seeds=[s_0, ...])` plays exactly like `BoxWorld(seed=s_i)` given the
 same actions (same generator, rules, rewards, discounts and auto-reset); only the array layout
 differs. The interface is TF-Agents' batched-environment convention without TensorFlow (see
-`base.BatchedLevelEnvironment`); `agents.BatchedBoxWorldEnvironment` adapts it to TF-Agents.
+`base.BatchedLevelEnvironment`); `keras_relational.agents.BatchedBoxWorldEnvironment` adapts it to
+TF-Agents.
 
 Example:
 

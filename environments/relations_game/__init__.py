@@ -33,9 +33,9 @@ the object it is compared with, uniformly ``DIFF_COLOUR``, ``DIFF_SHAPE`` or ``D
 only vary in colour). :func:`parse_image` and :func:`oracle_label` decode images and compute
 labels from pixels alone, independently of the generator.
 
-One module a concern: `tasks` (names, labels, layouts, the equality relations), `rendering`
-(objects drawn on the image), `generator` (`RelationsGame`, `generate`), `parsing` (pixels back
-to objects) and `oracle` (`oracle_label`); the object sets are in `environments.polyominoes`.
+One module a concern: `tasks` (names, labels, layouts, the equality relations), `rendering` (objects
+drawn on the image), `generator` (`RelationsGame`, `generate`), `parsing` (pixels back to objects)
+and `oracle` (`oracle_label`); the object sets are in `keras_relational.environments.polyominoes`.
 
 Example:
 

@@ -6,9 +6,9 @@
 * :func:`simplicial_agent` - Clift et al. (2020): the same stem with 2-simplicial Transformer
   blocks and virtual entities.
 
-The models take uint8 (or float) RGB frames ``[B, H, W, C]`` and scale them to [0, 1] inside,
-so an exported model serves raw environment observations. They are backend-agnostic (pure
-Keras 3) and export with ``model.export``; ``agents.Keras3Network`` puts them into TF-Agents.
+The models take uint8 (or float) RGB frames ``[B, H, W, C]`` and scale them to [0, 1] inside, so an
+exported model serves raw environment observations. They are backend-agnostic (pure Keras 3) and
+export with ``model.export``; ``keras_relational.agents.Keras3Network`` puts them into TF-Agents.
 
 Example:
 

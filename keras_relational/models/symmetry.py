@@ -1,10 +1,11 @@
 """Mitchell & Bowers' networks: the symbol-convolution classifier, the convolutional stack LSTM and
 their baselines (MLP, Elman RNN, standard LSTM), as functional Keras models that output logits.
 
-Rule-learning models take ``[B, V, T]`` symbol grids (see ``environments.rule_learning``);
-sequence models take ``[B, T]`` token ids (see ``environments.palindromes``) and return
-``[B, T, Y]`` next-symbol logits. Initialisation follows the authors' code (Glorot-uniform weights
-and biases) where Keras' defaults differ.
+Rule-learning models take ``[B, V, T]`` symbol grids (see
+``keras_relational.environments.rule_learning``); sequence models take ``[B, T]`` token ids (see
+``keras_relational.environments.palindromes``) and return ``[B, T, Y]`` next-symbol logits.
+Initialisation follows the authors' code (Glorot-uniform weights and biases) where Keras' defaults
+differ.
 """
 
 import keras
