@@ -8,7 +8,7 @@ from tf_agents.agents import tf_agent
 from tf_agents.policies import greedy_policy
 from tf_agents.trajectories import time_step as ts
 
-from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+from keras_relational.agents.acting import ActorCriticPolicy
 from keras_relational.agents.vtrace import vtrace_returns
 
 VTraceLossInfo = collections.namedtuple(
