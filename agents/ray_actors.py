@@ -219,7 +219,8 @@ class RayActorFleet:
     def __init__(self, num_actors, unroll_queue, keras_model, train_step, model_fn,
                  environment="original", env_kwargs=None, num_envs=TrainConfig.num_envs,
                  unroll_length=TrainConfig.unroll_length,
-                 data_spec=None, seed=0, weight_sync_interval=1, ray_address=None,
+                 data_spec=None, seed=0, weight_sync_interval=TrainConfig.weight_sync_interval,
+                 ray_address=None,
                  actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3,
                  actor_jit_compile=False):
         require_ray()
@@ -329,7 +330,10 @@ class RayActorFleet:
             self._print(f"Ray actor {index} is back (pid {output.pid} on {output.node})")
         self._submit(index)
         if not self._checked:
-            self._check_unroll(output.unroll)
+            if self._data_spec is not None:
+                from keras_relational.agents.unroll_queue import check_unroll
+
+                check_unroll(output.unroll, self._data_spec, self._shape, "A Ray actor's unroll")
             self._checked = True
         self._queue.put(output.unroll)
         self.unrolls_received += 1
@@ -403,32 +407,3 @@ class RayActorFleet:
 
             with self._writer.as_default(step=int(self._train_step.numpy())):
                 tf.summary.scalar("actor_restarts", self.restarts)
-
-    def _check_unroll(self, unroll):
-        """The actors' unrolls must match ``[B, T+1] + collect_data_spec`` (structure, dtype)."""
-        if self._data_spec is None:
-            return
-        import tensorflow as tf
-        from tf_agents.specs import tensor_spec
-
-        from keras_relational.agents.unroll_queue import plain_containers
-
-        spec = plain_containers(tensor_spec.add_outer_dims_nest(self._data_spec, self._shape))
-        try:
-            tf.nest.assert_same_structure(spec, unroll)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"A Ray actor's unroll does not have the structure of the agent's "
-                             f"collect_data_spec: {error}") from error
-        for path, s, x in zip(_paths(spec), tf.nest.flatten(spec), tf.nest.flatten(unroll),
-                              strict=True):
-            expected = tuple(s.shape)
-            if x.dtype != s.dtype.as_numpy_dtype or tuple(x.shape) != expected:
-                raise ValueError(
-                    f"A Ray actor's unroll field {path} must be {s.dtype.name}{list(expected)} "
-                    f"as the agent's collect_data_spec, received {x.dtype}{list(x.shape)}.")
-
-
-def _paths(structure):
-    import tree
-
-    return ["/".join(str(key) for key in path) for path, _ in tree.flatten_with_path(structure)]

@@ -18,6 +18,26 @@ def plain_containers(structure):
     return structure
 
 
+def check_unroll(unroll, data_spec, outer_shape, what="The unroll"):
+    """Raises a ValueError unless ``unroll`` matches ``outer_shape + data_spec`` (structure,
+    dtypes and shapes); ``what`` names the unroll in the message."""
+    import tree
+
+    spec = plain_containers(tensor_spec.add_outer_dims_nest(data_spec, outer_shape))
+    try:
+        tf.nest.assert_same_structure(spec, unroll)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{what} does not have the structure of the agent's "
+                         f"collect_data_spec: {error}") from error
+    paths = ["/".join(str(key) for key in path) for path, _ in tree.flatten_with_path(spec)]
+    for path, s, x in zip(paths, tf.nest.flatten(spec), tf.nest.flatten(unroll), strict=True):
+        expected = tuple(s.shape)
+        if x.dtype != s.dtype.as_numpy_dtype or tuple(x.shape) != expected:
+            raise ValueError(
+                f"{what} field {path} must be {s.dtype.name}{list(expected)} "
+                f"as the agent's collect_data_spec, received {x.dtype}{list(x.shape)}.")
+
+
 def stack_steps(steps):
     """Batched trajectory steps ``[B, ...]`` -> one unroll ``[B, len(steps), ...]`` (NumPy)."""
     return tf.nest.map_structure(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1),
