@@ -9,6 +9,12 @@ from tf_agents.specs import array_spec
 from tf_agents.trajectories import time_step as ts
 
 from keras_relational import environments
+from keras_relational.agents.config import (
+    TrainConfig,
+    environment_config,
+    environment_kwargs,
+    environment_name,
+)
 
 EpisodeResult = collections.namedtuple("EpisodeResult", ["solved", "episode_return", "length",
                                                          "puzzle_type"])
@@ -93,20 +99,24 @@ class BatchedBoxWorldEnvironment(py_environment.PyEnvironment):
         return self._env.render()
 
 
-def make_boxworld_environment(env_name="original", num_envs=16, seed=0, **env_kwargs):
+def make_boxworld_environment(environment="original", num_envs=TrainConfig.num_envs, seed=0,
+                              **env_kwargs):
     """A :class:`BatchedBoxWorldEnvironment` over ``num_envs`` levels.
 
     Args:
-        env_name: ``"original"`` (Zambaldi et al.'s BoxWorld) or ``"bridge"`` (Clift et al.).
+        environment: an environment config (``environments.BoxWorldConfig`` or
+            ``environments.BridgeConfig``), or the name ``"original"`` (Zambaldi et al.'s
+            BoxWorld) or ``"bridge"`` (Clift et al.) with its level parameters in ``env_kwargs``.
         num_envs: levels stepped together.
         seed: seed of the per-level seeds.
-        **env_kwargs: level parameters passed to the environment (e.g. ``goal_length``).
+        **env_kwargs: with a name only: level parameters (e.g. ``goal_length``).
     """
-    if env_name == "original":
-        batched = environments.BatchedBoxWorld(batch_size=num_envs, seed=seed, **env_kwargs)
-    elif env_name == "bridge":
-        batched = environments.BatchedBridgeBoxWorld(batch_size=num_envs, seed=seed,
-                                                     **env_kwargs)
-    else:
-        raise ValueError(f"`env_name` must be 'original' or 'bridge', received {env_name!r}.")
-    return BatchedBoxWorldEnvironment(batched)
+    if isinstance(environment, str):
+        environment = environment_config(environment, **env_kwargs)
+    elif env_kwargs:
+        raise ValueError(f"`env_kwargs` go with an environment name, received an environment "
+                         f"config and {sorted(env_kwargs)}.")
+    batched_class = {"original": environments.BatchedBoxWorld,
+                     "bridge": environments.BatchedBridgeBoxWorld}[environment_name(environment)]
+    return BatchedBoxWorldEnvironment(
+        batched_class(batch_size=num_envs, seed=seed, **environment_kwargs(environment)))

@@ -1,7 +1,7 @@
 """Plays dm_env BoxWorld episodes with a PolicySaver SavedModel (no training code needed).
 
-``play`` is what ``experiments.play_boxworld`` runs; ``check_environment_matches`` refuses a
-level whose observations the policy was not trained on.
+``play`` is what ``python -m keras_relational.experiments.play_boxworld`` runs;
+``check_environment_matches`` refuses a level whose observations the policy was not trained on.
 """
 
 import os

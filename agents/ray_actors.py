@@ -17,14 +17,15 @@ corrects for the policy lag with V-trace (the behaviour logits travel with every
   ``weight_sync_interval`` learner steps, records the policy lag (learner step minus the weight
   version of the unroll it trains on) and restarts an actor whose process died.
 
-``train_eval(num_ray_actors=N, ray_address=...)`` (``python -m experiments.train_boxworld
---num_ray_actors=N``) uses it. Ray is an optional dependency (``pip install
-"keras-relational[distributed]"``): importing ``keras_relational.agents`` never imports it.
+``train_eval(num_ray_actors=N, ray_address=...)`` (``python -m
+keras_relational.experiments.train_boxworld --num_ray_actors=N``) uses it. Ray is an optional
+dependency (``pip install "keras-relational[distributed]"``): importing
+``keras_relational.agents`` never imports it.
 
 Example (the learner side, as ``train_eval`` does it)::
 
     fleet = RayActorFleet(2, unrolls, network.keras_model, train_step, model_fn,
-                          env_name="original", env_kwargs=dict(goal_length=1), num_envs=16,
+                          environment=environments.BoxWorldConfig(goal_length=1), num_envs=16,
                           unroll_length=20, data_spec=agent.collect_data_spec)
     while train_step.numpy() < num_iterations:
         fleet.run()                      # one unroll from whichever actor finished first
@@ -39,6 +40,7 @@ import os
 import numpy as np
 
 from keras_relational import validation
+from keras_relational.agents.config import TrainConfig, environment_config
 
 try:
     import ray
@@ -77,24 +79,27 @@ class BoxWorldActor:
     """One IMPALA actor: a batched BoxWorld and a local copy of the policy network.
 
     Runs as a Ray actor (``ray.remote(BoxWorldActor)``, see :class:`RayActorFleet`) but is a plain
-    class, usable in-process too. Actions are sampled from ``Categorical(logits)`` of the local
-    network with the actor's own seeded generator; the logits are recorded as
-    ``policy_info["logits"]`` for V-trace.
+    class, usable in-process too. It acts exactly as the in-process actor does: through
+    :class:`keras_relational.agents.acting.UnrollActor` (the V-trace collect policy,
+    ``Categorical(logits)`` of the local network, the logits recorded as
+    ``policy_info["logits"]`` for V-trace), sampling with its own seed.
 
     Args:
-        env_name: ``"original"`` or ``"bridge"`` (see :func:`make_boxworld_environment`).
+        environment: an environment config (``environments.BoxWorldConfig`` /
+            ``BridgeConfig``), or ``"original"`` / ``"bridge"`` with ``env_kwargs`` (see
+            :func:`make_boxworld_environment`).
         num_envs: B, levels stepped together.
         unroll_length: T; every unroll has T+1 steps, the first shared with the previous unroll.
         model_fn: zero-argument builder of the Keras 3 network (picklable, e.g. the
-            ``functools.partial`` of ``train_eval.agent_model_fn``); it must build the same
+            ``functools.partial`` of ``networks.agent_model_fn``); it must build the same
             architecture as the learner's, so that the weight lists match.
         seed: seeds the levels and the action sampling.
-        env_kwargs: level parameters (e.g. ``dict(goal_length=1, room_size=6)``).
+        env_kwargs: with an environment name: level parameters (e.g. ``dict(goal_length=1)``).
         num_threads: TensorFlow intra-op threads of this process (None: TensorFlow's default);
             one per CPU Ray reserved for the actor keeps actors from oversubscribing a node.
         actor_index: the actor's slot in its fleet, returned with every unroll.
-        jit_compile: run the local network's forward pass XLA-compiled (``tf.function``
-            with ``jit_compile=True``); the sampled actions come from the same logits.
+        jit_compile: act through an XLA-compiled forward pass; with the same seed and weights
+            the actions are the same as without.
 
     Example::
 
@@ -103,11 +108,14 @@ class BoxWorldActor:
         output.unroll.observation.shape   # (4, 6, H, W, 3)
     """
 
-    def __init__(self, env_name, num_envs, unroll_length, model_fn, seed=0, env_kwargs=None,
+    def __init__(self, environment, num_envs, unroll_length, model_fn, seed=0, env_kwargs=None,
                  num_threads=1, actor_index=None, jit_compile=False):
         import tensorflow as tf
+        from tf_agents.specs import tensor_spec
 
+        from keras_relational.agents.acting import UnrollActor
         from keras_relational.agents.boxworld_environment import make_boxworld_environment
+        from keras_relational.agents.keras3_network import Keras3Network
 
         if num_threads:
             # Before any op runs in this process; ignored (with an error) afterwards.
@@ -116,19 +124,12 @@ class BoxWorldActor:
                 tf.config.threading.set_inter_op_parallelism_threads(1)
             except RuntimeError:
                 pass
-        self._unroll_length = int(unroll_length)
         self._actor_index = actor_index
-        self._env = make_boxworld_environment(env_name, num_envs=num_envs, seed=seed,
-                                              **(env_kwargs or {}))
-        action_spec = self._env.action_spec()
-        self._action_dtype = action_spec.dtype
-        self._action_minimum = int(action_spec.minimum)
-        self._model = model_fn()
-        self._forward = tf.function(lambda observation: self._model(observation, training=False),
-                                    jit_compile=bool(jit_compile))
-        self._rng = np.random.default_rng(seed)
-        self._time_step = None
-        self._boundary = None  # the last step of the previous unroll, the first of the next
+        env = make_boxworld_environment(environment, num_envs=num_envs, seed=seed,
+                                        **(env_kwargs or {}))
+        self._network = Keras3Network(tensor_spec.from_spec(env.observation_spec()), model_fn)
+        self._actor = UnrollActor(env, self._network, unroll_length, jit_compile=jit_compile,
+                                  seed=seed)
         self._weights_version = None
 
     def info(self):
@@ -137,7 +138,7 @@ class BoxWorldActor:
 
     def set_weights(self, weights, weights_version):
         """Loads ``weights`` (``model.get_weights()`` of the learner's network)."""
-        self._model.set_weights(list(weights))
+        self._network.keras_model.set_weights(list(weights))
         self._weights_version = weights_version
 
     def collect(self, weights=None, weights_version=None):
@@ -153,34 +154,18 @@ class BoxWorldActor:
             if isinstance(weights, tuple) and len(weights) == 1:
                 weights = require_ray().get(weights[0])
             self.set_weights(weights, weights_version)
-        from tf_agents.trajectories import policy_step, trajectory
-
-        from keras_relational.agents.unroll_queue import stack_steps
-
-        if self._time_step is None:
-            self._time_step = self._env.reset()
-        steps = [] if self._boundary is None else [self._boundary]
-        while len(steps) < self._unroll_length + 1:
-            time_step = self._time_step
-            logits, _ = self._forward(time_step.observation)
-            logits = np.asarray(logits, np.float32)
-            action = (sample_categorical(logits, self._rng)
-                      + self._action_minimum).astype(self._action_dtype)
-            next_time_step = self._env.step(action)
-            # Exactly what TF-Agents' PyDriver hands the in-process UnrollQueue.
-            steps.append(trajectory.from_transition(
-                time_step, policy_step.PolicyStep(action, (), {"logits": logits}),
-                next_time_step))
-            self._time_step = next_time_step
-        self._boundary = steps[-1]
-        unroll = stack_steps(steps)
-        episodes, self._env.finished_episodes = self._env.finished_episodes, []
+        unroll = self._actor.collect()
+        env = self._actor.env
+        episodes, env.finished_episodes = env.finished_episodes, []
         return ActorOutput(unroll, self._weights_version, episodes, self._actor_index,
                            os.getpid(), _node_address())
 
 
 def sample_categorical(logits, rng):
     """One draw from ``Categorical(logits)`` per row of ``logits [B, A]`` (int64 ``[B]``).
+
+    A NumPy reference of the sampling the actors' policy does in TensorFlow (the actors
+    themselves act through :mod:`keras_relational.agents.acting`).
 
     Gumbel-max: ``argmax(logits + Gumbel noise)`` is distributed as ``softmax(logits)``.
     """
@@ -214,7 +199,9 @@ class RayActorFleet:
         keras_model: the learner's Keras 3 network (``Keras3Network.keras_model``).
         train_step: the learner's train-step variable (the weight version).
         model_fn: the picklable builder of that network, rebuilt in every actor.
-        env_name, env_kwargs, num_envs, unroll_length: each actor's BoxWorld and unroll size.
+        environment: each actor's levels: an environment config, or ``"original"`` /
+            ``"bridge"`` with ``env_kwargs``.
+        num_envs, unroll_length: each actor's batch of levels and unroll size.
         data_spec: the agent's ``collect_data_spec``; the first unroll is checked against it.
         seed: base seed; actor i's k-th incarnation uses :func:`actor_seed` (seed, i + 1, k).
         weight_sync_interval: K, learner steps between weight broadcasts.
@@ -230,8 +217,10 @@ class RayActorFleet:
     """
 
     def __init__(self, num_actors, unroll_queue, keras_model, train_step, model_fn,
-                 env_name="original", env_kwargs=None, num_envs=32, unroll_length=40,
-                 data_spec=None, seed=0, weight_sync_interval=1, ray_address=None,
+                 environment="original", env_kwargs=None, num_envs=TrainConfig.num_envs,
+                 unroll_length=TrainConfig.unroll_length,
+                 data_spec=None, seed=0, weight_sync_interval=TrainConfig.weight_sync_interval,
+                 ray_address=None,
                  actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3,
                  actor_jit_compile=False):
         require_ray()
@@ -247,9 +236,10 @@ class RayActorFleet:
         self._weight_sync_interval = weight_sync_interval
         self._print = print_fn
         self._max_failures = max_consecutive_failures
-        self._actor_kwargs = dict(env_name=env_name, num_envs=num_envs,
+        if isinstance(environment, str):
+            environment = environment_config(environment, **(env_kwargs or {}))
+        self._actor_kwargs = dict(environment=environment, num_envs=num_envs,
                                   unroll_length=unroll_length, model_fn=model_fn,
-                                  env_kwargs=dict(env_kwargs or {}),
                                   num_threads=max(1, int(math.ceil(actor_num_cpus))),
                                   jit_compile=bool(actor_jit_compile))
         self._shape = (num_envs, unroll_length + 1)
@@ -340,7 +330,10 @@ class RayActorFleet:
             self._print(f"Ray actor {index} is back (pid {output.pid} on {output.node})")
         self._submit(index)
         if not self._checked:
-            self._check_unroll(output.unroll)
+            if self._data_spec is not None:
+                from keras_relational.agents.unroll_queue import check_unroll
+
+                check_unroll(output.unroll, self._data_spec, self._shape, "A Ray actor's unroll")
             self._checked = True
         self._queue.put(output.unroll)
         self.unrolls_received += 1
@@ -414,32 +407,3 @@ class RayActorFleet:
 
             with self._writer.as_default(step=int(self._train_step.numpy())):
                 tf.summary.scalar("actor_restarts", self.restarts)
-
-    def _check_unroll(self, unroll):
-        """The actors' unrolls must match ``[B, T+1] + collect_data_spec`` (structure, dtype)."""
-        if self._data_spec is None:
-            return
-        import tensorflow as tf
-        from tf_agents.specs import tensor_spec
-
-        from keras_relational.agents.unroll_queue import _plain_containers
-
-        spec = _plain_containers(tensor_spec.add_outer_dims_nest(self._data_spec, self._shape))
-        try:
-            tf.nest.assert_same_structure(spec, unroll)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"A Ray actor's unroll does not have the structure of the agent's "
-                             f"collect_data_spec: {error}") from error
-        for path, s, x in zip(_paths(spec), tf.nest.flatten(spec), tf.nest.flatten(unroll),
-                              strict=True):
-            expected = tuple(s.shape)
-            if x.dtype != s.dtype.as_numpy_dtype or tuple(x.shape) != expected:
-                raise ValueError(
-                    f"A Ray actor's unroll field {path} must be {s.dtype.name}{list(expected)} "
-                    f"as the agent's collect_data_spec, received {x.dtype}{list(x.shape)}.")
-
-
-def _paths(structure):
-    import tree
-
-    return ["/".join(str(key) for key in path) for path, _ in tree.flatten_with_path(structure)]

@@ -7,22 +7,42 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
 
-def _plain_containers(structure):
+def plain_containers(structure):
     """Replaces tracking wrappers (``DictWrapper``) by plain dicts, as the yielded unrolls use."""
     if isinstance(structure, tuple) and hasattr(structure, "_fields"):
-        return type(structure)(*(_plain_containers(x) for x in structure))
+        return type(structure)(*(plain_containers(x) for x in structure))
     if isinstance(structure, (list, tuple)):
-        return type(structure)(_plain_containers(x) for x in structure)
+        return type(structure)(plain_containers(x) for x in structure)
     if hasattr(structure, "items"):
-        return {k: _plain_containers(v) for k, v in structure.items()}
+        return {k: plain_containers(v) for k, v in structure.items()}
     return structure
 
+
+def check_unroll(unroll, data_spec, outer_shape, what="The unroll"):
+    """Raises a ValueError unless ``unroll`` matches ``outer_shape + data_spec`` (structure,
+    dtypes and shapes); ``what`` names the unroll in the message."""
+    import tree
+
+    spec = plain_containers(tensor_spec.add_outer_dims_nest(data_spec, outer_shape))
+    try:
+        tf.nest.assert_same_structure(spec, unroll)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{what} does not have the structure of the agent's "
+                         f"collect_data_spec: {error}") from error
+    paths = ["/".join(str(key) for key in path) for path, _ in tree.flatten_with_path(spec)]
+    for path, s, x in zip(paths, tf.nest.flatten(spec), tf.nest.flatten(unroll), strict=True):
+        expected = tuple(s.shape)
+        if x.dtype != s.dtype.as_numpy_dtype or tuple(x.shape) != expected:
+            raise ValueError(
+                f"{what} field {path} must be {s.dtype.name}{list(expected)} "
+                f"as the agent's collect_data_spec, received {x.dtype}{list(x.shape)}.")
 
 
 def stack_steps(steps):
     """Batched trajectory steps ``[B, ...]`` -> one unroll ``[B, len(steps), ...]`` (NumPy)."""
     return tf.nest.map_structure(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1),
                                  *steps)
+
 
 class UnrollQueue:
     """Collects batched trajectories into ``[B, T+1]`` unrolls for the learner (IMPALA style).
@@ -55,6 +75,10 @@ class UnrollQueue:
     def unroll_length(self):
         return self._unroll_length
 
+    @property
+    def batch_size(self):
+        return self._batch_size
+
     def qsize(self):
         return self._queue.qsize()
 
@@ -68,6 +92,10 @@ class UnrollQueue:
         """Queues one ready ``[B, T+1, ...]`` unroll (e.g. from a remote actor); may block."""
         self._queue.put(unroll)
         self.unrolls_produced += 1
+
+    def get(self):
+        """Takes the oldest queued unroll without waiting (``queue.Empty`` when there is none)."""
+        return self._queue.get_nowait()
 
     def close(self):
         self._closed = True
@@ -84,7 +112,7 @@ class UnrollQueue:
         """A ``tf.data.Dataset`` of ``(experience [B, T+1, ...], info)`` for the Learner."""
         batched = tensor_spec.add_outer_dims_nest(
             self._data_spec, (self._batch_size, self._unroll_length + 1))
-        signature = _plain_containers(
+        signature = plain_containers(
             tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape, s.dtype), batched))
         dataset = tf.data.Dataset.from_generator(
             self._generator, output_signature=(signature, tf.TensorSpec((), tf.int32)))

@@ -8,7 +8,8 @@ from tf_agents.agents import tf_agent
 from tf_agents.policies import greedy_policy
 from tf_agents.trajectories import time_step as ts
 
-from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+from keras_relational.agents.acting import ActorCriticPolicy
+from keras_relational.agents.config import TrainConfig
 from keras_relational.agents.vtrace import vtrace_returns
 
 VTraceLossInfo = collections.namedtuple(
@@ -40,10 +41,9 @@ class VTraceAgent(tf_agent.TFAgent):
         network: a TF-Agents network returning ``((logits, value), state)``, e.g.
             :class:`Keras3Network` around a model from ``keras_relational.models``.
         optimizer: a tf-keras optimizer; :func:`impala_rmsprop` gives the papers' settings.
-        discount: gamma (0.99, Zambaldi et al. 2019).
-        entropy_cost: 0.005 (Zambaldi et al. 2019 on Box-World).
-        baseline_cost: value-loss weight (0.5, IMPALA default; not given by the paper).
-        gradient_clip_norm: global-norm clip (40, a common IMPALA setting; None disables).
+        discount, entropy_cost, baseline_cost, gradient_clip_norm: gamma, the entropy weight,
+            the value-loss weight and the global-norm gradient clip (None disables it); their
+            defaults are :class:`TrainConfig`'s, which cites the papers they come from.
         reward_scale: rewards are multiplied by this before the loss (1: the environment's
             rewards; IMPALA-style agents often shrink large rewards, e.g. 0.1 turns BoxWorld's
             +10 gem into 1, so the value loss does not swamp the policy gradient).
@@ -54,10 +54,14 @@ class VTraceAgent(tf_agent.TFAgent):
         train_step_counter: optional ``tf.Variable`` counting train steps.
     """
 
-    def __init__(self, time_step_spec, action_spec, network, optimizer, discount=0.99,
-                 entropy_cost=0.005, baseline_cost=0.5, gradient_clip_norm=40.0, reward_scale=1.0,
-                 clip_rho_threshold=1.0, clip_c_threshold=1.0, clip_pg_rho_threshold=1.0,
-                 lambda_=1.0, jit_compile=True, train_step_counter=None, name=None):
+    def __init__(self, time_step_spec, action_spec, network, optimizer,
+                 discount=TrainConfig.discount, entropy_cost=TrainConfig.entropy_cost,
+                 baseline_cost=TrainConfig.baseline_cost,
+                 gradient_clip_norm=TrainConfig.gradient_clip_norm,
+                 reward_scale=TrainConfig.reward_scale, clip_rho_threshold=1.0,
+                 clip_c_threshold=1.0, clip_pg_rho_threshold=1.0,
+                 lambda_=TrainConfig.vtrace_lambda, jit_compile=True, train_step_counter=None,
+                 name=None):
         tf.Module.__init__(self, name=name)
         if action_spec.shape.rank != 0 or not action_spec.dtype.is_integer:
             raise ValueError(

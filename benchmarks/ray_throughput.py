@@ -54,7 +54,7 @@ def collection_frames_per_second(num_ray_actors, unrolls, num_envs, unroll_lengt
 
     from keras_relational.agents import ray_actors
     from keras_relational.agents.boxworld_environment import make_boxworld_environment
-    from keras_relational.agents.train_eval import agent_model_fn
+    from keras_relational.agents.networks import agent_model_fn
 
     shape = make_boxworld_environment("original", num_envs=1, **ENV_KWARGS).observation_spec()
     model_fn = agent_model_fn("relational", shape.shape, 4, **MODEL_KWARGS)

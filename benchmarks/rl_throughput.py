@@ -146,10 +146,11 @@ def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll
     from tf_agents.specs import tensor_spec
     from tf_agents.trajectories import time_step as ts
 
-    from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+    from keras_relational.agents.acting import ActorCriticPolicy
     from keras_relational.agents.boxworld_environment import make_boxworld_environment
     from keras_relational.agents.keras3_network import Keras3Network
-    from keras_relational.agents.train_eval import agent_model_fn, make_optimizer
+    from keras_relational.agents.learning import make_optimizer
+    from keras_relational.agents.networks import agent_model_fn
     from keras_relational.agents.vtrace_agent import VTraceAgent
 
     env = make_boxworld_environment(env_name, num_envs=num_envs, seed=0)

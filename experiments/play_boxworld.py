@@ -4,18 +4,23 @@ Loads the PolicySaver SavedModel with ``tf.saved_model.load`` (no training code 
 prints each episode's return and whether it was solved; ``--gif`` writes the first episode.
 
     python -m keras_relational.experiments.play_boxworld \
-        --policy_dir=/tmp/boxworld/policies/collect_policy \
-        --goal_length=1 --num_distractors=0 --episodes=10 --gif=/tmp/episode.gif
+        --policy_dir=/tmp/boxworld/policies/collect_policy --goal_length=1 --num_distractors=0 \
+        --episodes=10 --gif=/tmp/episode.gif
 """
 
 from absl import app, flags, logging
 
+from keras_relational import environments
+
+_LEVELS = environments.BoxWorldConfig()  # the level flags' defaults: Zambaldi et al. 2019's
 FLAGS = flags.FLAGS
 flags.DEFINE_string("policy_dir", None, "A PolicySaver directory.", required=True)
 flags.DEFINE_enum("env", "original", ["original", "bridge"], "BoxWorld variant.")
-flags.DEFINE_list("goal_length", ["1", "2", "3", "4"], "Solution lengths L (original BoxWorld).")
-flags.DEFINE_list("num_distractors", ["0", "1", "2", "3", "4"], "Distractor branch counts.")
-flags.DEFINE_integer("room_size", 12, "Side of the room (original BoxWorld).")
+flags.DEFINE_list("goal_length", [str(v) for v in _LEVELS.goal_length],
+                  "Solution lengths L (original BoxWorld).")
+flags.DEFINE_list("num_distractors", [str(v) for v in _LEVELS.num_distractors],
+                  "Distractor branch counts.")
+flags.DEFINE_integer("room_size", _LEVELS.room_size, "Side of the room (original BoxWorld).")
 flags.DEFINE_enum("observation_type", None, ["rgb", "one_hot"], "Observations the policy takes "
                   "(original BoxWorld); default: read from the policy (uint8: rgb, float: "
                   "one_hot).")
@@ -29,7 +34,6 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
     import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
-    from keras_relational import environments
     from keras_relational.agents.play import (
         check_environment_matches,
         load_policy,

@@ -15,56 +15,88 @@ the policy lag shown in the progress lines); ``--ray_address`` joins a running R
 
     python -m keras_relational.experiments.train_boxworld --root_dir=/tmp/boxworld \
         --num_ray_actors=2
+
+The training flags and their defaults are the fields of
+``keras_relational.agents.config.TrainConfig``; the level flags those of
+``keras_relational.environments.BoxWorldConfig``.
 """
+
+import dataclasses
+import types
+import typing
 
 from absl import app, flags, logging
 
+from keras_relational import environments
+from keras_relational.agents import config as config_lib
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
-flags.DEFINE_enum("env", "original", ["original", "bridge"], "BoxWorld variant.")
-flags.DEFINE_enum("agent", "relational", ["relational", "simplicial", "baseline"], "Network.")
-flags.DEFINE_enum("algorithm", "vtrace", ["vtrace", "ppo"], "Learning algorithm.")
-flags.DEFINE_list("goal_length", ["1", "2", "3", "4"], "Solution lengths L (original BoxWorld).")
-flags.DEFINE_list("num_distractors", ["0", "1", "2", "3", "4"], "Distractor branch counts.")
-flags.DEFINE_integer("distractor_length", 1, "Boxes per distractor branch (original BoxWorld).")
-flags.DEFINE_integer("room_size", 12, "Side of the room (original BoxWorld).")
-flags.DEFINE_integer("num_iterations", 10_000, "Learner updates.")
-flags.DEFINE_integer("num_envs", 32, "Environments stepped together (trajectories per batch).")
-flags.DEFINE_integer("unroll_length", 40, "Steps per trajectory.")
-flags.DEFINE_float("learning_rate", 2e-4, "Learning rate.")
-flags.DEFINE_enum("optimizer", None, ["rmsprop", "adam"], "The papers' RMSProp (epsilon 0.1, "
-                  "decay 0.99) or Adam; default: RMSProp for V-trace, Adam for PPO.")
-flags.DEFINE_float("reward_scale", 1.0, "V-trace: rewards are multiplied by this (0.1 makes the "
-                   "+10 gem 1).")
-flags.DEFINE_float("vtrace_lambda", 1.0, "V-trace: IMPALA's lambda (1: the papers' V-trace).")
-flags.DEFINE_enum("observation_type", "rgb", ["rgb", "one_hot"], "Observations: RGB pixels "
-                  "or one-hot cell channels.")
-flags.DEFINE_float("entropy_cost", 0.005, "Entropy regularisation weight.")
-flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks.")
-flags.DEFINE_integer("key_dim", 64, "Attention key size per head.")
-flags.DEFINE_integer("head_width", 256, "Width of each of the 4 output MLP layers.")
-flags.DEFINE_integer("eval_interval", 0, "Updates between evaluations (0: at the end only).")
-flags.DEFINE_integer("eval_episodes", 100, "Episodes per evaluation.")
-flags.DEFINE_list("test_presets", [], "BoxWorld presets evaluated zero-shot after training, e.g. "
-                  "test_length_6,test_length_8,test_length_10,test_heldout.")
-flags.DEFINE_integer("log_interval", 10, "Updates between progress lines.")
-flags.DEFINE_integer("checkpoint_interval", 100, "Updates between checkpoints.")
-flags.DEFINE_integer("policy_save_interval", 1000, "Updates between policy exports.")
-flags.DEFINE_bool("jit_compile", True, "XLA-compile the learner step.")
-flags.DEFINE_bool("actor_jit_compile", None, "V-trace: the actors (in-process or Ray) act "
-                  "through an XLA-compiled forward pass (default: on for V-trace, off for PPO; "
-                  "--noactor_jit_compile turns it off).")
-flags.DEFINE_integer("num_ray_actors", 0, "0: actors in this process; N > 0: N Ray actors, each "
-                     "with its own --num_envs environments (pip install "
-                     "\"keras-relational[distributed]\"; V-trace only).")
-flags.DEFINE_string("ray_address", None, "With --num_ray_actors: join this Ray cluster "
-                    "('auto': the one started here with `ray start`, or host:port); default: "
-                    "start a local Ray.")
-flags.DEFINE_integer("weight_sync_interval", 1, "Learner steps between weight broadcasts to "
-                     "the Ray actors.")
-flags.DEFINE_float("max_seconds", None, "Wall-clock budget of the training loop (stops at the "
-                   "first progress line after it, then checkpoints, evaluates and exports).")
-flags.DEFINE_integer("seed", 0, "Random seed.")
+flags.DEFINE_enum("env", "original", list(config_lib.ENVIRONMENT_CONFIGS), "BoxWorld variant.")
+# Level flags (original BoxWorld); defaults: BoxWorldConfig's, Zambaldi et al. 2019's levels.
+_LEVEL_FLAGS = {
+    "goal_length": "Solution lengths L (original BoxWorld).",
+    "num_distractors": "Distractor branch counts.",
+    "distractor_length": "Boxes per distractor branch (original BoxWorld).",
+    "room_size": "Side of the room (original BoxWorld).",
+    "observation_type": "Observations: RGB pixels (rgb) or one-hot cell channels (one_hot).",
+}
+_CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
+            "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot")}
+# Network flags: None keeps the default of the network's builder (the paper's).
+flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks (1: Zambaldi et al. 2019's "
+                     "Box-World setting, also used for the simplicial agent).")
+flags.DEFINE_integer("key_dim", None, "Attention key size per head (default: the network's, "
+                     "64 for the relational agent, Zambaldi et al. 2019).")
+flags.DEFINE_integer("head_width", None, "Width of each of the 4 output MLP layers (default: "
+                     "the network's, 256).")
+
+
+def _define(name, field_type, default, help_text):
+    """One absl flag of the type of a dataclass field."""
+    optional = typing.get_origin(field_type) in (typing.Union, types.UnionType)
+    base = [t for t in typing.get_args(field_type) if t is not type(None)][0] if optional \
+        else field_type
+    if name in _CHOICES:
+        flags.DEFINE_enum(name, default, list(_CHOICES[name]), help_text)
+    elif base is bool:
+        flags.DEFINE_bool(name, default, help_text)
+    elif base is int:
+        flags.DEFINE_integer(name, default, help_text)
+    elif base is float:
+        flags.DEFINE_float(name, default, help_text)
+    elif base is tuple:
+        flags.DEFINE_list(name, [str(v) for v in default], help_text)
+    else:
+        flags.DEFINE_string(name, default, help_text)
+
+
+for _field in config_lib.flag_fields():
+    _define(_field.name, _field.type, _field.default, _field.metadata["help"])
+for _field in dataclasses.fields(environments.BoxWorldConfig):
+    if _field.name in _LEVEL_FLAGS:
+        _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
+
+
+def config_from_flags():
+    """The :class:`TrainConfig` the flags describe."""
+    hyperparameters = {f.name: FLAGS[f.name].value for f in config_lib.flag_fields()}
+    hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
+    env_kwargs = dict(observation_type=FLAGS.observation_type)
+    if FLAGS.env == "original":
+        env_kwargs.update(goal_length=tuple(int(v) for v in FLAGS.goal_length),
+                          num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
+                          distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size)
+    model_kwargs = {}
+    if FLAGS.head_width is not None:
+        model_kwargs["head_units"] = (FLAGS.head_width,) * 4
+    if FLAGS.agent in ("relational", "simplicial"):
+        model_kwargs["num_blocks"] = FLAGS.num_blocks
+    if FLAGS.agent == "relational" and FLAGS.key_dim is not None:
+        model_kwargs["key_dim"] = FLAGS.key_dim
+    return config_lib.TrainConfig(
+        environment=config_lib.environment_config(FLAGS.env, **env_kwargs),
+        model_kwargs=model_kwargs, **hyperparameters)
 
 
 def main(argv):
@@ -72,31 +104,7 @@ def main(argv):
     logging.set_verbosity(logging.ERROR)
     from keras_relational.agents import train_eval  # sets TF_USE_LEGACY_KERAS first
 
-    env_kwargs = {}
-    if FLAGS.env == "original":
-        env_kwargs = dict(goal_length=tuple(int(v) for v in FLAGS.goal_length),
-                          num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
-                          distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size)
-    env_kwargs["observation_type"] = FLAGS.observation_type
-    model_kwargs = dict(head_units=(FLAGS.head_width,) * 4)
-    if FLAGS.agent in ("relational", "simplicial"):
-        model_kwargs.update(num_blocks=FLAGS.num_blocks)
-    if FLAGS.agent == "relational":
-        model_kwargs.update(key_dim=FLAGS.key_dim)
-    train_eval.train_eval(
-        FLAGS.root_dir, env_name=FLAGS.env, agent=FLAGS.agent, algorithm=FLAGS.algorithm,
-        env_kwargs=env_kwargs, model_kwargs=model_kwargs, num_iterations=FLAGS.num_iterations,
-        num_envs=FLAGS.num_envs, unroll_length=FLAGS.unroll_length,
-        learning_rate=FLAGS.learning_rate, entropy_cost=FLAGS.entropy_cost,
-        optimizer=FLAGS.optimizer, reward_scale=FLAGS.reward_scale,
-        vtrace_lambda=FLAGS.vtrace_lambda,
-        jit_compile=FLAGS.jit_compile, actor_jit_compile=FLAGS.actor_jit_compile,
-        checkpoint_interval=FLAGS.checkpoint_interval,
-        policy_save_interval=FLAGS.policy_save_interval, log_interval=FLAGS.log_interval,
-        eval_interval=FLAGS.eval_interval, eval_episodes=FLAGS.eval_episodes,
-        test_presets=tuple(FLAGS.test_presets), num_ray_actors=FLAGS.num_ray_actors,
-        ray_address=FLAGS.ray_address, weight_sync_interval=FLAGS.weight_sync_interval,
-        max_seconds=FLAGS.max_seconds, seed=FLAGS.seed)
+    train_eval.train_eval(FLAGS.root_dir, config_from_flags())
 
 
 def run():

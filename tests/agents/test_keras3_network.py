@@ -6,7 +6,7 @@ from tf_agents.utils import common
 
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.keras3_network import Keras3Network
-from keras_relational.agents.train_eval import agent_model_fn
+from keras_relational.agents.networks import agent_model_fn
 from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
 
 _SMALL = dict(key_dim=8, mlp_hidden_units=(16,), head_units=(16,))
@@ -104,7 +104,7 @@ def test_reward_scale_is_the_same_as_scaled_rewards():
 def test_optimizer_choice_and_error():
     import pytest
 
-    from keras_relational.agents.train_eval import make_optimizer
+    from keras_relational.agents.learning import make_optimizer
 
     assert type(make_optimizer("adam", 1e-3)).__name__ == "Adam"
     rmsprop = make_optimizer("rmsprop", 1e-3)
@@ -130,7 +130,7 @@ def test_one_hot_observations_are_not_rescaled_like_pixels():
 def test_xla_compiled_acting_policy_matches_the_exported_one():
     from tf_agents.trajectories import time_step as ts_lib
 
-    from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+    from keras_relational.agents.acting import ActorCriticPolicy
 
     env = make_boxworld_environment(num_envs=3, goal_length=1, num_distractors=0)
     time_step_spec, action_spec = _specs(env)

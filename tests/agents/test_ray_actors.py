@@ -17,10 +17,11 @@ from tf_agents.trajectories import policy_step, trajectory
 from tf_agents.trajectories import time_step as ts
 
 from keras_relational.agents import ray_actors
-from keras_relational.agents.actor_critic_policy import ActorCriticPolicy
+from keras_relational.agents.acting import ActorCriticPolicy
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.keras3_network import Keras3Network
-from keras_relational.agents.train_eval import agent_model_fn, train_eval
+from keras_relational.agents.networks import agent_model_fn
+from keras_relational.agents.train_eval import train_eval
 from keras_relational.agents.unroll_queue import UnrollQueue
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

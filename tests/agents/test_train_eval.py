@@ -147,11 +147,13 @@ def test_ppo_smoke(tmp_path):
 
 
 def test_binary_flags_reach_train_eval(tmp_path):
-    """``python -m experiments.train_boxworld`` with the experiment flags trains and exports."""
+    """``python -m keras_relational.experiments.train_boxworld`` with the experiment flags trains
+    and exports."""
     root = str(tmp_path / "binary")
-    command = [sys.executable, "-m", "experiments.train_boxworld", f"--root_dir={root}",
-               "--goal_length=1", "--num_distractors=0", "--room_size=5", "--num_envs=4",
-               "--unroll_length=5", "--num_iterations=2", "--key_dim=8", "--head_width=16",
+    command = [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
+               f"--root_dir={root}", "--goal_length=1", "--num_distractors=0", "--room_size=5",
+               "--num_envs=4", "--unroll_length=5", "--num_iterations=2", "--key_dim=8",
+               "--head_width=16",
                "--observation_type=one_hot", "--optimizer=adam", "--reward_scale=0.1",
                "--vtrace_lambda=0.9", "--learning_rate=1e-3", "--eval_episodes=2",
                "--log_interval=1", "--max_seconds=600", "--actor_jit_compile"]
@@ -181,3 +183,15 @@ def test_play_refuses_an_environment_the_policy_was_not_trained_on():
                                          r"shape \(14, 14, 3\) and dtype uint8"):
         check_environment_matches(one_hot_6x6, environments.BoxWorld(goal_length=1,
                                                                       num_distractors=0))
+
+
+def test_test_presets_are_evaluated_on_the_training_observations(tmp_path):
+    """A one-hot-trained policy is evaluated zero-shot on one-hot preset levels (the preset's
+    level parameters, the rest of the training environment), not on RGB frames."""
+    lines = []
+    result = train_eval(str(tmp_path / "one_hot"), num_iterations=1, eval_episodes=2,
+                        test_presets=("test_length_6",), print_fn=lines.append,
+                        **dict(_TINY, env_kwargs=dict(goal_length=1, num_distractors=0,
+                                                      observation_type="one_hot", max_steps=20)))
+    assert set(result["test_solve_rates"]) == {"test_length_6"}
+    assert any(line.startswith("test_length_6 @ step 1: solved") for line in lines), lines

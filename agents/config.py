@@ -1,0 +1,217 @@
+"""The hyperparameters of a Box-World training run: one dataclass, the papers' defaults.
+
+:class:`TrainConfig` is the single source of every default of ``train_eval`` and of the flags of
+``python -m keras_relational.experiments.train_boxworld`` (which generates its flags from the
+fields below and their ``help``). The environment is an environment config object,
+``keras_relational.environments.BoxWorldConfig`` (Zambaldi et al. 2019) or
+``keras_relational.environments.BridgeConfig`` (Clift et al. 2020); the network's own
+hyperparameters are the defaults of its builder in ``keras_relational.models.boxworld_agents``,
+overridden by ``model_kwargs``.
+
+Pure Python (no TensorFlow): the binary imports it to define its flags.
+
+Example::
+
+    from keras_relational import environments
+    from keras_relational.agents.config import TrainConfig
+
+    config = TrainConfig(environment=environments.BoxWorldConfig(goal_length=1,
+                                                                  num_distractors=0),
+                         num_envs=16, num_iterations=100)
+    config.env_name        # "original" (from the environment config)
+"""
+
+import dataclasses
+from collections.abc import Mapping
+
+from keras_relational import environments, validation
+
+AGENTS = ("relational", "simplicial", "baseline")
+ALGORITHMS = ("vtrace", "ppo")
+OPTIMIZERS = ("rmsprop", "adam")
+# env_name -> the environment's config dataclass.
+ENVIRONMENT_CONFIGS = {"original": environments.BoxWorldConfig,
+                       "bridge": environments.BridgeConfig}
+
+
+def environment_config(env_name="original", **env_kwargs):
+    """The environment config of ``env_name`` (``"original"`` or ``"bridge"``) with ``env_kwargs``.
+
+    Example: ``environment_config("original", goal_length=1, room_size=6)`` is
+    ``environments.BoxWorldConfig(goal_length=1, room_size=6)``.
+    """
+    validation.check_choice("environment_config", "env_name", env_name,
+                            tuple(ENVIRONMENT_CONFIGS))
+    return ENVIRONMENT_CONFIGS[env_name](**env_kwargs)
+
+
+def environment_name(config):
+    """``"original"`` or ``"bridge"``: the environment an environment config describes."""
+    for name, config_class in ENVIRONMENT_CONFIGS.items():
+        if isinstance(config, config_class):
+            return name
+    raise ValueError(f"`environment` must be one of "
+                     f"{[c.__name__ for c in ENVIRONMENT_CONFIGS.values()]}, received "
+                     f"{type(config).__name__}.")
+
+
+def environment_kwargs(config):
+    """The keyword arguments that rebuild ``config`` (every field of the dataclass)."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+def preset_environment(config, preset):
+    """The training environment ``config`` with the level parameters of ``PRESETS[preset]``.
+
+    Everything the preset does not set (observation type, room size, step limit, colours, ...)
+    stays as in training, so a policy is evaluated on observations it was trained on.
+    """
+    if not isinstance(config, environments.BoxWorldConfig):
+        raise ValueError(f"`test_presets` apply to the original BoxWorld, received "
+                         f"env_name={environment_name(config)!r}.")
+    return dataclasses.replace(config, **environments.PRESETS[preset])
+
+
+def _field(default, help, **kwargs):  # noqa: A002  (absl's name for a flag's description)
+    return dataclasses.field(default=default, metadata=dict(help=help), **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Hyperparameters of ``train_eval``; defaults are the papers' where they give one.
+
+    The fields' ``help`` metadata documents each one (and becomes the flag's help).
+    """
+
+    environment: object = _field(None, "Training levels: an environments.BoxWorldConfig "
+                                 "(Zambaldi et al. 2019) or BridgeConfig (Clift et al. 2020); "
+                                 "None: BoxWorldConfig(), the paper's levels.")
+    eval_environment: object = _field(None, "Evaluation levels (None: the training levels).")
+    agent: str = _field("relational", f"Network: one of {AGENTS}.")
+    model_kwargs: Mapping = _field(None, "Arguments of the network builder in "
+                                   "keras_relational.models.boxworld_agents (None: its defaults).")
+    algorithm: str = _field("vtrace", "Learning algorithm: 'vtrace' (IMPALA-style V-trace "
+                            "actor-critic) or 'ppo' (TF-Agents' PPOClipAgent).")
+    num_iterations: int = _field(10_000, "Learner updates.")
+    # Zambaldi et al. 2019, App. B; Clift et al. 2020, App. E, Table 1: 32 trajectories of 40.
+    num_envs: int = _field(32, "Environments stepped together (trajectories per batch).")
+    unroll_length: int = _field(40, "Steps per trajectory.")
+    # Zambaldi et al. 2019, App. B (tuned in [1e-5, 2e-4]); Clift et al. 2020, Table 1: 2e-4.
+    learning_rate: float = _field(2e-4, "Learning rate.")
+    discount: float = _field(0.99, "Discount gamma.")  # Zambaldi et al. 2019, App. B
+    entropy_cost: float = _field(0.005, "Entropy regularisation weight.")  # ibid.
+    # Not given by Zambaldi et al.; Clift et al. 2020, App. E (their RLlib IMPALA defaults).
+    baseline_cost: float = _field(0.5, "Value-loss weight.")
+    gradient_clip_norm: float = _field(40.0, "Global-norm gradient clip.")  # ibid.
+    optimizer: str | None = _field(None, "The papers' RMSProp (epsilon 0.1, decay 0.99; "
+                                   "Zambaldi et al. 2019, App. B) or Adam; default: RMSProp "
+                                   "for V-trace, Adam for PPO.")
+    reward_scale: float = _field(1.0, "V-trace: rewards are multiplied by this (0.1 makes the "
+                                 "+10 gem 1).")
+    # Espeholt et al. 2018, Sec. 4: the papers' V-trace has lambda 1.
+    vtrace_lambda: float = _field(1.0, "V-trace: IMPALA's lambda (1: the papers' V-trace).")
+    ppo_epochs: int = _field(4, "PPO: passes over each batch of unrolls (one train step each).")
+    jit_compile: bool = _field(True, "XLA-compile the learner step.")
+    actor_jit_compile: bool | None = _field(
+        None, "V-trace: the actors (in-process or Ray) act through an XLA-compiled forward pass "
+        "(default: on for V-trace, off for PPO; --noactor_jit_compile turns it off).")
+    checkpoint_interval: int = _field(100, "Updates between checkpoints.")
+    policy_save_interval: int = _field(1000, "Updates between policy exports.")
+    log_interval: int = _field(10, "Updates between progress lines.")
+    eval_interval: int = _field(0, "Updates between evaluations (0: at the end only).")
+    eval_episodes: int = _field(100, "Episodes per evaluation.")
+    eval_num_envs: int = _field(32, "Evaluation levels played together (at most eval_episodes).")
+    test_presets: tuple = _field((), "BoxWorld presets evaluated zero-shot after training, e.g. "
+                                 "test_length_6,test_length_8,test_length_10,test_heldout.")
+    num_ray_actors: int = _field(0, "0: actors in this process; N > 0: N Ray actors, each with "
+                                 "its own --num_envs environments (pip install "
+                                 "\"keras-relational[distributed]\"; V-trace only).")
+    ray_address: str | None = _field(None, "With --num_ray_actors: join this Ray cluster "
+                                     "('auto': the one started here with `ray start`, or "
+                                     "host:port); default: start a local Ray.")
+    weight_sync_interval: int = _field(1, "Learner steps between weight broadcasts to the Ray "
+                                       "actors.")
+    max_seconds: float | None = _field(None, "Wall-clock budget of the training loop (stops at "
+                                       "the first progress line after it, then checkpoints, "
+                                       "evaluates and exports).")
+    seed: int = _field(0, "Random seed (TensorFlow, Keras, the environments).")
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if self.environment is None:
+            set_("environment", environments.BoxWorldConfig())
+        if self.eval_environment is not None and (
+                environment_name(self.eval_environment) != self.env_name):
+            raise ValueError(f"`eval_environment` must describe the training environment "
+                             f"({self.env_name!r}), received "
+                             f"{type(self.eval_environment).__name__}.")
+        set_("model_kwargs", dict(self.model_kwargs or {}))
+        set_("test_presets", tuple(self.test_presets))
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received "
+                             f"{self.algorithm!r}.")
+        validation.check_choice("TrainConfig", "agent", self.agent, AGENTS)
+        if self.num_ray_actors and self.algorithm != "vtrace":
+            raise ValueError(f"`num_ray_actors` > 0 needs algorithm='vtrace' (V-trace corrects "
+                             f"the actors' policy lag; PPO is on-policy), received "
+                             f"{self.algorithm!r}.")
+        if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"`optimizer` must be one of {OPTIMIZERS} or None, received "
+                             f"{self.optimizer!r}.")
+        if self.algorithm == "ppo":
+            ignored = {name: value for name, value, default in (
+                ("optimizer", self.optimizer, "adam"), ("reward_scale", self.reward_scale, 1.0),
+                ("vtrace_lambda", self.vtrace_lambda, 1.0),
+                ("actor_jit_compile", self.actor_jit_compile, False),
+            ) if value is not None and value != default}
+            if ignored:
+                raise ValueError(f"{sorted(ignored)} apply to algorithm='vtrace' only (PPO uses "
+                                 f"Adam and its own GAE), received algorithm='ppo' with "
+                                 f"{ignored}.")
+        unknown = [p for p in self.test_presets if p not in environments.PRESETS]
+        if unknown:
+            raise ValueError(f"`test_presets` must name BoxWorld presets "
+                             f"{sorted(environments.PRESETS)}, received {unknown}.")
+        if self.test_presets:
+            preset_environment(self.environment, self.test_presets[0])  # original BoxWorld only
+        for name in ("num_envs", "unroll_length", "ppo_epochs", "eval_num_envs",
+                     "weight_sync_interval"):
+            validation.check_positive_int("TrainConfig", name, getattr(self, name))
+        validation.check_positive_int("TrainConfig", "log_interval", self.log_interval)
+
+    @property
+    def env_name(self):
+        """``"original"`` or ``"bridge"``: the environment of ``environment``."""
+        return environment_name(self.environment)
+
+    @property
+    def evaluation_environment(self):
+        """The levels of evaluations: ``eval_environment``, or else the training levels."""
+        return self.environment if self.eval_environment is None else self.eval_environment
+
+    @property
+    def actors_jit_compile(self):
+        """Whether the actors act XLA-compiled: ``actor_jit_compile``, None: for V-trace."""
+        if self.actor_jit_compile is None:
+            return self.algorithm == "vtrace"
+        return bool(self.actor_jit_compile)
+
+    @property
+    def steps_per_batch(self):
+        """Learner steps per batch of unrolls: TF-Agents' PPO counts one per epoch."""
+        return self.ppo_epochs if self.algorithm == "ppo" else 1
+
+    @property
+    def frames_per_step(self):
+        """Environment frames consumed per learner step."""
+        return self.num_envs * self.unroll_length / self.steps_per_batch
+
+    def optimizer_name(self):
+        """The optimizer to use: ``optimizer``, or the algorithm's own (RMSProp / Adam)."""
+        return self.optimizer or ("rmsprop" if self.algorithm == "vtrace" else "adam")
+
+
+def flag_fields():
+    """The fields of :class:`TrainConfig` that the binary exposes as flags (simple types)."""
+    return [f for f in dataclasses.fields(TrainConfig)
+            if f.name not in ("environment", "eval_environment", "model_kwargs")]

@@ -1,0 +1,81 @@
+"""Learning: the agent a config asks for (V-trace or PPO), its optimiser, and its Learner.
+
+The V-trace loss is :mod:`keras_relational.agents.vtrace` and the agent
+:class:`keras_relational.agents.vtrace_agent.VTraceAgent`; PPO is TF-Agents' own
+(:mod:`keras_relational.agents.ppo`). The learner is TF-Agents' ``Learner`` reading
+``[B, T+1]`` unrolls from an :class:`UnrollQueue`; it never knows where they came from (the
+in-process actor or the Ray fleet).
+"""
+
+import os
+
+import tensorflow as tf
+from tf_agents.train import learner, triggers
+from tf_agents.utils import common
+
+from keras_relational.agents.config import OPTIMIZERS
+from keras_relational.agents.ppo import make_ppo_agent
+from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
+
+
+def make_optimizer(name, learning_rate):
+    """``"rmsprop"``: the papers' RMSProp (:func:`impala_rmsprop`); ``"adam"``: tf-keras Adam."""
+    if name == "rmsprop":
+        return impala_rmsprop(learning_rate)
+    if name == "adam":
+        return tf.keras.optimizers.Adam(learning_rate)
+    raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}, received {name!r}.")
+
+
+def make_agent(config, time_step_spec, action_spec, network, model_fn, train_step):
+    """The initialised TF-Agents agent of ``config.algorithm`` over ``network``.
+
+    Args:
+        config: a :class:`TrainConfig`.
+        time_step_spec, action_spec: the environment's TensorFlow specs.
+        network: the :class:`Keras3Network` V-trace trains (and the actors act with).
+        model_fn: the builder of that network's Keras 3 model (PPO builds its own two copies).
+        train_step: the train-step counter.
+    """
+    if config.algorithm == "vtrace":
+        agent = VTraceAgent(
+            time_step_spec, action_spec, network,
+            make_optimizer(config.optimizer_name(), config.learning_rate),
+            discount=config.discount, entropy_cost=config.entropy_cost,
+            baseline_cost=config.baseline_cost, gradient_clip_norm=config.gradient_clip_norm,
+            reward_scale=config.reward_scale, lambda_=config.vtrace_lambda,
+            jit_compile=config.jit_compile, train_step_counter=train_step)
+    else:
+        agent = make_ppo_agent(time_step_spec, action_spec, model_fn, config.learning_rate,
+                               discount=config.discount, entropy_cost=config.entropy_cost,
+                               gradient_clip_norm=config.gradient_clip_norm,
+                               num_epochs=config.ppo_epochs, train_step=train_step)
+    agent.initialize()
+    return agent
+
+
+def make_learner(root_dir, config, agent, unrolls, train_step):
+    """TF-Agents' ``Learner`` on the unrolls of ``unrolls``.
+
+    Summaries and checkpoints go under ``root_dir/train`` (restored from there when present:
+    re-running resumes); TF-Agents' ``PolicySavedModelTrigger`` writes policy checkpoints under
+    ``root_dir/policies`` every ``config.policy_save_interval`` steps.
+    """
+    policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
+    return learner.Learner(
+        root_dir, train_step, agent, experience_dataset_fn=unrolls.as_dataset,
+        checkpoint_interval=config.checkpoint_interval, summary_interval=config.log_interval,
+        triggers=[triggers.PolicySavedModelTrigger(policies_dir, agent, train_step,
+                                                   interval=config.policy_save_interval)])
+
+
+def save_checkpoint(root_dir, agent, train_step):
+    """Writes the training checkpoint of the current step where the ``Learner`` writes its own.
+
+    The Learner checkpoints every ``checkpoint_interval`` steps; this saves the final state
+    whatever the interval, with a ``common.Checkpointer`` of the same objects and directory.
+    """
+    checkpointer = common.Checkpointer(
+        os.path.join(root_dir, learner.TRAIN_DIR, learner.POLICY_CHECKPOINT_DIR),
+        max_to_keep=3, agent=agent, train_step=train_step)
+    checkpointer.save(train_step)
