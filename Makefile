@@ -33,7 +33,7 @@ DEMO_FLAGS ?= --goal_length=1 --num_distractors=0 --room_size=6 --observation_ty
 	--eval_episodes=200 --checkpoint_interval=100
 
 demo: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m experiments.train_boxworld --root_dir=$(DEMO_DIR) \
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m keras_relational.experiments.train_boxworld --root_dir=$(DEMO_DIR) \
 		$(DEMO_FLAGS)
 
 # The docs build strictly (mkdocs.yml, site in build/site): a broken link, a missing results

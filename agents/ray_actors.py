@@ -161,17 +161,6 @@ class BoxWorldActor:
                            os.getpid(), _node_address())
 
 
-def sample_categorical(logits, rng):
-    """One draw from ``Categorical(logits)`` per row of ``logits [B, A]`` (int64 ``[B]``).
-
-    A NumPy reference of the sampling the actors' policy does in TensorFlow (the actors
-    themselves act through :mod:`keras_relational.agents.acting`).
-
-    Gumbel-max: ``argmax(logits + Gumbel noise)`` is distributed as ``softmax(logits)``.
-    """
-    return np.argmax(logits + rng.gumbel(size=np.shape(logits)), axis=-1)
-
-
 def _node_address():
     if ray is not None and ray.is_initialized():
         return ray.util.get_node_ip_address()
