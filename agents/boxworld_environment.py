@@ -104,8 +104,8 @@ def make_boxworld_environment(environment="original", num_envs=TrainConfig.num_e
     """A :class:`BatchedBoxWorldEnvironment` over ``num_envs`` levels.
 
     Args:
-        environment: an environment config (``environments.BoxWorldConfig`` or
-            ``environments.BridgeConfig``), or the name ``"original"`` (Zambaldi et al.'s
+        environment: an environment config (``keras_relational.environments.BoxWorldConfig``
+            or ``BridgeConfig``), or the name ``"original"`` (Zambaldi et al.'s
             BoxWorld) or ``"bridge"`` (Clift et al.) with its level parameters in ``env_kwargs``.
         num_envs: levels stepped together.
         seed: seed of the per-level seeds.

@@ -38,7 +38,7 @@ def environment_config(env_name="original", **env_kwargs):
     """The environment config of ``env_name`` (``"original"`` or ``"bridge"``) with ``env_kwargs``.
 
     Example: ``environment_config("original", goal_length=1, room_size=6)`` is
-    ``environments.BoxWorldConfig(goal_length=1, room_size=6)``.
+    ``keras_relational.environments.BoxWorldConfig(goal_length=1, room_size=6)``.
     """
     validation.check_choice("environment_config", "env_name", env_name,
                             tuple(ENVIRONMENT_CONFIGS))

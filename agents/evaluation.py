@@ -18,8 +18,8 @@ def evaluate(policy, environment, num_episodes, seed, num_envs, max_batched_step
 
     Args:
         policy: a TF-Agents TF policy.
-        environment: the levels, an environment config (``environments.BoxWorldConfig`` /
-            ``BridgeConfig``).
+        environment: the levels, an environment config
+            (``keras_relational.environments.BoxWorldConfig`` or ``BridgeConfig``).
         num_episodes: episodes to return (the first to finish).
         seed: level seed.
         num_envs: levels played together (at most ``num_episodes``).

@@ -85,8 +85,8 @@ class BoxWorldActor:
     ``policy_info["logits"]`` for V-trace), sampling with its own seed.
 
     Args:
-        environment: an environment config (``environments.BoxWorldConfig`` /
-            ``BridgeConfig``), or ``"original"`` / ``"bridge"`` with ``env_kwargs`` (see
+        environment: an environment config (``keras_relational.environments.BoxWorldConfig``
+            or ``BridgeConfig``), or ``"original"`` / ``"bridge"`` with ``env_kwargs`` (see
             :func:`make_boxworld_environment`).
         num_envs: B, levels stepped together.
         unroll_length: T; every unroll has T+1 steps, the first shared with the previous unroll.

@@ -6,9 +6,9 @@ For each agent (relational on BoxWorld, simplicial on bridge BoxWorld, at the pa
    frame, counted by XLA's cost analysis (JAX backend, in a subprocess) of the same Keras model;
 2. the machine's float32 matmul throughput (TensorFlow, 2048 x 2048 matmuls);
 3. the FLOP-bound frame rate = throughput / FLOPs per frame;
-4. the measured frames/s of ``agents.train_eval`` (V-trace, ``--num_envs`` x ``--unroll_length``
-   frames per update) over the second half of the run (tracing and XLA compilation excluded),
-   split into acting and learning time;
+4. the measured frames/s of ``keras_relational.agents.train_eval`` (V-trace, ``--num_envs`` x
+   ``--unroll_length`` frames per update) over the second half of the run (tracing and XLA
+   compilation excluded), split into acting and learning time;
 5. the network-only frames/s: the same policy calls and train step on fixed in-memory data, with
    no environments, observers, queue or dataset. measured / network only is what the pipeline
    costs; network only / bound is how far the kernels themselves are from the matmul rate;

@@ -16,6 +16,8 @@ its rendering; the base owns what is the same for all of them:
 * `Draws`, the block-buffered uniform draws every generator samples from.
 """
 
+import dataclasses
+
 import dm_env
 import numpy as np
 from dm_env import specs
@@ -32,6 +34,21 @@ FIRST, MID, LAST = (int(t) for t in dm_env.StepType)
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _ACTIONS = {0: 0, 1: 1, 2: 2, 3: 3}
+
+
+class GridLevel:
+    """Equality of a frozen level dataclass (declared with ``eq=False``) holding a NumPy ``grid``:
+    field by field, the grid by value. Levels are unhashable, as mutable-array holders are."""
+
+    def __eq__(self, other):
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return all(
+            np.array_equal(getattr(self, f.name), getattr(other, f.name))
+            if f.name == "grid" else getattr(self, f.name) == getattr(other, f.name)
+            for f in dataclasses.fields(self))
+
+    __hash__ = None
 
 
 class Draws:

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..base import GridLevel
 from .config import (
     FLOOR,
     GEM,
@@ -50,7 +51,7 @@ class Box(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class BoxWorldLevel:
+class BoxWorldLevel(GridLevel):
     """One generated level; the side channel of `BoxWorld.level` (never part of the observation).
 
     Attributes:
@@ -97,16 +98,6 @@ class BoxWorldLevel:
     def max_return(self):
         """`L + 10`: +1 per path box and +10 for the gem."""
         return self.goal_length * REWARD_PATH_BOX + REWARD_GEM
-
-    def __eq__(self, other):
-        if not isinstance(other, BoxWorldLevel):
-            return NotImplemented
-        return all(
-            np.array_equal(getattr(self, f.name), getattr(other, f.name))
-            if f.name == "grid" else getattr(self, f.name) == getattr(other, f.name)
-            for f in dataclasses.fields(self))
-
-    __hash__ = None
 
 
 @functools.cache

@@ -4,11 +4,12 @@ import dataclasses
 
 import numpy as np
 
+from ..base import GridLevel
 from .config import EMPTY, GEM
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class BridgeLevel:
+class BridgeLevel(GridLevel):
     """One generated bridge level; the side channel of `BridgeBoxWorld.level`.
 
     Attributes:
@@ -40,16 +41,6 @@ class BridgeLevel:
     @property
     def has_bridge(self):
         return self.bridge is not None
-
-    def __eq__(self, other):
-        if not isinstance(other, BridgeLevel):
-            return NotImplemented
-        return all(
-            np.array_equal(getattr(self, f.name), getattr(other, f.name))
-            if f.name == "grid" else getattr(self, f.name) == getattr(other, f.name)
-            for f in dataclasses.fields(self))
-
-    __hash__ = None
 
 
 def generate_level(config, draws):
