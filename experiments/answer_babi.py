@@ -12,7 +12,7 @@ answer or ``-``) and, when the file has answers, the accuracy.
 
 from absl import app, flags
 
-from keras_relational.experiments import babi_lib, console
+from keras_relational.experiments import babi_serving, console
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model", None, "The SavedModel folder that train_babi exported.")
@@ -25,7 +25,7 @@ flags.mark_flags_as_required(["saved_model", "stories"])
 
 def main(argv):
     del argv
-    answers = babi_lib.answer_questions(FLAGS.saved_model, FLAGS.stories,
+    answers = babi_serving.answer_questions(FLAGS.saved_model, FLAGS.stories,
                                         vocabulary_file=FLAGS.vocabulary,
                                         batch_size=FLAGS.batch_size)
     for number, (question, predicted, expected) in enumerate(answers, start=1):

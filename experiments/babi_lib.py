@@ -11,14 +11,12 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
 * ``vocabulary.json``, ``results.json`` and ``results.md`` (the per-task test error table);
 * ``saved_model/``: ``model.export`` of the best model (inputs ``story [B,S,W]``,
   ``query [B,W]`` int32; output logits ``[B,V]``) with its ``vocabulary.json``, which the
-  ``answer_babi`` binary (:func:`answer_questions`) serves in a fresh process.
+  ``answer_babi`` binary (``babi_serving.answer_questions``) serves in a fresh process.
 """
 
-import dataclasses
 import json
 import math
 import os
-import shutil
 import time
 
 import keras
@@ -26,17 +24,17 @@ import numpy as np
 
 from keras_relational import validation
 from keras_relational.environments import babi
-from keras_relational.experiments import distribution_lib
+from keras_relational.experiments import babi_serving, distribution_lib
 from keras_relational.models.tpr_rnn import tpr_rnn
 
 
 def load_data(tasks, data_dir=None, root_dir=None, num_train=9000, num_valid=1000,
-              num_test=1000, seed=0, story_options=None):
+              num_test=1000, seed=0, story_options=None, extra_examples=()):
     """Examples per task and split: ``{split: {task: [Example]}}``, plus the vocabulary and (S, W).
 
     Without ``data_dir`` the tasks are generated (files written atomically to ``root_dir/data``
     if given, and reused by a later run in the same ``root_dir``) and read back through the same
-    reader as real files.
+    reader as real files. The vocabulary and (S, W) also cover ``extra_examples``.
 
     Raises:
         ValueError: if ``num_train``, ``num_valid`` or ``num_test`` is not a positive integer, if
@@ -73,6 +71,7 @@ def load_data(tasks, data_dir=None, root_dir=None, num_train=9000, num_valid=100
                     )
                 splits[split][task] = examples
     everything = [ex for split in splits.values() for exs in split.values() for ex in exs]
+    everything += list(extra_examples)
     vocabulary = babi.Vocabulary.from_examples(everything)
     return splits, vocabulary, babi.dimensions(everything)
 
@@ -148,6 +147,12 @@ def error_table(results, paper=None):
     return "\n".join(rows)
 
 
+# Schlag & Schmidhuber 2018, Table 3: the memory operations besides the write W (M = move,
+# B = backlink) -> (use_move, use_backlink).
+OPERATIONS = {"W": (False, False), "W+M": (True, False), "W+B": (False, True),
+              "W+M+B": (True, True)}
+
+
 def train_eval(
     root_dir,
     tasks=(1,),
@@ -161,8 +166,11 @@ def train_eval(
     hidden_dim=40,  # authors' code release
     use_move=True,
     use_backlink=True,
+    operations=None,
     mask_pad_words=True,
     implementation="factored",
+    systematic=False,
+    systematic_examples_per_pair=500,  # Schlag & Schmidhuber 2018, Sec. 7
     batch_size=128,  # authors' code, training-function default (single-task)
     epochs=200,
     learning_rate=1e-3,  # authors' code (Nadam)
@@ -190,6 +198,12 @@ def train_eval(
         story_options: generator length knobs (see ``babi.generate_story_lines``).
         entity_dim, relation_dim, hidden_dim, use_move, use_backlink, mask_pad_words,
             implementation: the model (``keras_relational.models.tpr_rnn.tpr_rnn``).
+        operations: a Table 3 ablation, one of :data:`OPERATIONS` (``"W"``, ``"W+M"``,
+            ``"W+B"``, ``"W+M+B"``), which sets ``use_move`` and ``use_backlink``; None keeps them.
+        systematic: the systematic-generalisation experiment (Sec. 7, Fig. 5): ``tasks`` must be
+            ``babi.SYSTEMATIC_TASKS``; training adds ``babi.systematic_split``'s new-name
+            examples (``systematic_examples_per_pair`` per trained (name, task) pair) and the
+            results hold the test accuracy per new name (``results["systematic"]``).
         batch_size, epochs, learning_rate, warmup_steps, warmup_factor, global_clipnorm: Nadam
             training as in the authors' code. ``batch_size`` is the global batch size, split
             over the replicas of ``distribution_strategy``.
@@ -209,15 +223,29 @@ def train_eval(
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     strategy = distribution_lib.get_strategy(distribution_strategy)
     tasks = tuple(int(t) for t in tasks)
+    if operations is not None:
+        validation.check_choice("train_eval", "operations", operations, tuple(OPERATIONS))
+        use_move, use_backlink = OPERATIONS[operations]
+    new_names = {"train": [], "test": {}}
+    if systematic:
+        validation.check_choice("train_eval", "tasks", tuple(sorted(tasks)),
+                                (babi.SYSTEMATIC_TASKS,))
+        new_names = babi.systematic_split(systematic_examples_per_pair, seed=seed,
+                                          **(story_options or {}))
     os.makedirs(root_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
-    splits, vocabulary, dims = load_data(tasks, data_dir, root_dir, num_train, num_valid,
-                                         num_test, seed, story_options)
+    splits, vocabulary, dims = load_data(
+        tasks, data_dir, root_dir, num_train, num_valid, num_test, seed, story_options,
+        extra_examples=new_names["train"] + [ex for exs in new_names["test"].values()
+                                             for ex in exs])
     vocabulary_info = {"words": list(vocabulary.words), "max_sentences": dims[0],
                        "max_words": dims[1], "tasks": list(tasks)}
-    babi.write_text_atomically(os.path.join(root_dir, VOCABULARY_FILE),
+    babi.write_text_atomically(os.path.join(root_dir, babi_serving.VOCABULARY_FILE),
                                json.dumps(vocabulary_info))
     train = _arrays(splits["train"], vocabulary, dims, tasks)
+    if new_names["train"]:
+        augmented = babi.vectorize(new_names["train"], vocabulary, *dims)
+        train = {key: np.concatenate([train[key], augmented[key]]) for key in train}
     valid = _arrays(splits["valid"], vocabulary, dims, tasks)
     print(f"tasks {tasks}: {len(train['answer'])} train / {len(valid['answer'])} valid "
           f"examples, V={len(vocabulary)}, S={dims[0]}, W={dims[1]}")
@@ -276,8 +304,13 @@ def train_eval(
         "epochs": len(history.history.get("loss", [])),
         "best_val_accuracy": max(history.history.get("val_accuracy", [float("nan")])),
         "steps": steps,
+        "use_move": use_move,
+        "use_backlink": use_backlink,
     }
     table = error_table(test_error)
+    if systematic:
+        results["systematic"] = systematic_accuracy(model, vocabulary, dims, new_names)
+        table += "\n\n" + systematic_table(results["systematic"])
     print(table)
     babi.write_text_atomically(
         os.path.join(root_dir, "results.json"),
@@ -285,80 +318,47 @@ def train_eval(
                    indent=2))
     babi.write_text_atomically(os.path.join(root_dir, "results.md"), table + "\n")
     if export:
-        export_saved_model(model, vocabulary_info, os.path.join(root_dir, "saved_model"))
+        babi_serving.export_saved_model(model, vocabulary_info,
+                                        os.path.join(root_dir, "saved_model"))
     results["model"] = model
     results["vocabulary"] = vocabulary
     return results
 
 
-VOCABULARY_FILE = "vocabulary.json"
+def systematic_accuracy(model, vocabulary, dims, split):
+    """Test accuracy (%) per new name of ``babi.systematic_split`` (Sec. 7, Fig. 5).
 
-
-def export_saved_model(model, vocabulary_info, export_dir):
-    """Writes ``model.export`` and its vocabulary (``export_dir/vocabulary.json``) atomically.
-
-    Both are written to ``export_dir + ".partial"`` first, which then replaces ``export_dir``,
-    so a run killed while exporting leaves the previous export (or none), never a model without
-    its vocabulary. ``vocabulary_info`` holds ``words`` (by id), ``max_sentences`` (S) and
-    ``max_words`` (W), which :func:`answer_questions` needs to read new stories.
+    For each name: over its 8 tasks' test sets (``"all"``, Fig. 5's figure), over the (name,
+    task) pairs seen in training and those never seen (``"seen"``, ``"unseen"``; None when
+    there are none), and over the questions that name it (``"asked"``).
     """
-    partial = export_dir.rstrip(os.sep) + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    model.export(partial, verbose=False)
-    babi.write_text_atomically(os.path.join(partial, VOCABULARY_FILE),
-                               json.dumps(vocabulary_info))
-    shutil.rmtree(export_dir, ignore_errors=True)
-    os.replace(partial, export_dir)
+    pairs = [(name, task) for name in babi.NEW_NAMES for task in babi.SYSTEMATIC_TASKS]
+    examples = [ex for pair in pairs for ex in split["test"][pair]]
+    predicted = iter(predict_answers(model, vocabulary, examples, dims))  # one predict call
+    accuracy = {}
+    for name in babi.NEW_NAMES:
+        hits = {"all": [], "seen": [], "unseen": [], "asked": []}
+        for task in babi.SYSTEMATIC_TASKS:
+            examples = split["test"][name, task]
+            right = [next(predicted) == ex.answer for ex in examples]
+            hits["all"] += right
+            hits["seen" if (name, task) in split["train_pairs"] else "unseen"] += right
+            hits["asked"] += [r for r, ex in zip(right, examples, strict=True)
+                              if name.lower() in ex.query]
+        accuracy[name] = {k: 100.0 * float(np.mean(v)) if v else None for k, v in hits.items()}
+    return accuracy
 
 
-def answer_questions(export_dir, story_file, vocabulary_file=None, batch_size=256):
-    """Answers every question of a bAbI-format file with a model exported by :func:`train_eval`.
-
-    Loads the SavedModel with ``tf.saved_model.load`` (no Keras model code is needed) and its
-    vocabulary, reads ``story_file`` (questions may lack an answer: ``3 Where is Mary?``), keeps
-    the last ``max_sentences`` statements of each story, as in training, and returns
-    ``[(question, predicted answer, answer in the file or None)]`` in file order.
-
-    Raises:
-        ValueError: if the vocabulary file is missing or malformed, the story file is malformed
-            (naming the file and line), or uses a word the model does not know or a sentence
-            longer than the model's ``max_words``.
-    """
-    import tensorflow as tf  # the export is a TensorFlow SavedModel
-
-    validation.check_positive_int("answer_questions", "batch_size", batch_size)
-    vocabulary_file = vocabulary_file or os.path.join(export_dir, VOCABULARY_FILE)
-    if not os.path.isfile(vocabulary_file):
-        raise ValueError(f"answer_questions found no vocabulary file at {vocabulary_file!r} (a "
-                         f"train_babi export holds one; pass vocabulary_file otherwise).")
-    with open(vocabulary_file, encoding="utf-8") as f:
-        info = json.load(f)
-    vocabulary = babi.Vocabulary(info.get("words", []))
-    if list(vocabulary.words) != info.get("words") or "max_sentences" not in info:
-        raise ValueError(f"{vocabulary_file}: expected the JSON that train_babi writes "
-                         f"('words': '<pad>' then sorted unique words, 'max_sentences', "
-                         f"'max_words'), received keys {sorted(info)}.")
-    max_sentences, max_words = info["max_sentences"], info["max_words"]
-    examples = babi.read_file(story_file, max_sentences=max_sentences, allow_unanswered=True)
-    sentences = [s for ex in examples for s in ex.story + (ex.query,)]
-    unknown = sorted({t for s in sentences for t in s} - set(vocabulary.ids))
-    if unknown:
-        raise ValueError(f"{story_file} uses words that the model's vocabulary "
-                         f"({vocabulary_file}) lacks: {unknown[:20]}.")
-    longest = max(sentences, key=len)
-    if len(longest) > max_words:
-        raise ValueError(f"{story_file}: the sentence {' '.join(longest)!r} has {len(longest)} "
-                         f"tokens, more than the model's max_words={max_words}.")
-    unlabelled = [dataclasses.replace(ex, answer=None) for ex in examples]
-    arrays = babi.vectorize(unlabelled, vocabulary, max_sentences, max_words)
-    model = tf.saved_model.load(export_dir)
-    predicted = []
-    for start in range(0, len(examples), batch_size):
-        logits = model.serve({"story": arrays["story"][start:start + batch_size],
-                              "query": arrays["query"][start:start + batch_size]})
-        predicted += [vocabulary.words[i] for i in np.argmax(np.asarray(logits), axis=-1)]
-    return [(" ".join(ex.query), answer, ex.answer)
-            for ex, answer in zip(examples, predicted, strict=True)]
+def systematic_table(accuracy):
+    """Markdown table of :func:`systematic_accuracy`."""
+    rows = ["| New name | Tasks in training | Test accuracy (%) | Seen pairs | Unseen pairs | "
+            "Questions naming it |", "|---|---|---|---|---|---|"]
+    for name, a in accuracy.items():
+        cells = ["-" if a[k] is None else f"{a[k]:.1f}" for k in ("all", "seen", "unseen",
+                                                                 "asked")]
+        rows.append(f"| {name} | {babi.SYSTEMATIC_COVERAGE[name]}/8 | " + " | ".join(cells)
+                    + " |")
+    return "\n".join(rows)
 
 
 def predict_answers(model, vocabulary, examples, dims):

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from keras_relational.environments import babi
-from keras_relational.experiments import babi_lib
-
+from keras_relational.experiments import babi_lib, babi_serving
 
 _SMOKE = dict(tasks=(1, 6), num_train=64, num_valid=32, num_test=32, entity_dim=4,
               relation_dim=3, hidden_dim=8, batch_size=32, epochs=2, jit_compile=False, verbose=0)
@@ -157,6 +156,46 @@ def test_answer_babi_serves_the_export_in_a_fresh_process(smoke_run, tmp_path):
     unknown = tmp_path / "unknown.txt"
     unknown.write_text("1 Mary went to the cellar.\n2 Where is Mary? \tcellar\t1\n")
     with pytest.raises(ValueError, match="lacks: \\['cellar'\\]"):
-        babi_lib.answer_questions(export_dir, str(unknown))
+        babi_serving.answer_questions(export_dir, str(unknown))
     with pytest.raises(ValueError, match="no vocabulary file"):
-        babi_lib.answer_questions(str(tmp_path), str(stories))
+        babi_serving.answer_questions(str(tmp_path), str(stories))
+
+
+def test_ablation_and_systematic_arguments_are_checked_first(tmp_path):
+    with pytest.raises(ValueError, match="`operations`.*'W\\+X'"):
+        babi_lib.train_eval(str(tmp_path), operations="W+X")
+    with pytest.raises(ValueError, match="`tasks`.*\\(1, 2\\)"):
+        babi_lib.train_eval(str(tmp_path), tasks=(1, 2), systematic=True)
+    assert babi_lib.OPERATIONS == {"W": (False, False), "W+M": (True, False),
+                                   "W+B": (False, True), "W+M+B": (True, True)}
+    from absl import flags
+
+    from keras_relational.experiments import train_babi
+
+    assert train_babi.FLAGS["operations"].parser.enum_values == ["W", "W+M", "W+B", "W+M+B"]
+    with pytest.raises(flags.IllegalFlagValueError, match="--operations=W\\+X"):
+        train_babi.FLAGS["operations"].parse("W+X")
+
+
+@pytest.mark.slow
+def test_write_only_model_on_the_systematic_split(tmp_path):
+    root = str(tmp_path / "systematic")
+    results = babi_lib.train_eval(
+        root, tasks=babi.SYSTEMATIC_TASKS, systematic=True, systematic_examples_per_pair=5,
+        operations="W", num_train=8, num_valid=4, num_test=4, entity_dim=4, relation_dim=3,
+        hidden_dim=8, batch_size=32, epochs=1, jit_compile=False, verbose=0, export=False)
+    memory = results["model"].get_layer("tpr_memory")
+    assert (memory.use_move, memory.use_backlink) == (False, False)
+    assert (results["use_move"], results["use_backlink"]) == (False, False)
+    # 8 tasks x 8 questions plus 21 trained (name, task) pairs x 5 new-name examples.
+    assert results["steps"] == -(-(8 * 8 + 21 * 5) // 32)
+    accuracy = results["systematic"]
+    assert list(accuracy) == list(babi.NEW_NAMES)
+    assert accuracy["Alex"]["unseen"] is None and accuracy["Logan"]["unseen"] is not None
+    assert all(0.0 <= a <= 100.0 for row in accuracy.values() for a in row.values()
+               if a is not None)
+    assert "logan" in results["vocabulary"].ids
+    with open(os.path.join(root, "results.md")) as f:
+        assert "| New name | Tasks in training |" in f.read()
+    with open(os.path.join(root, "results.json")) as f:
+        assert set(json.load(f)["systematic"]) == set(babi.NEW_NAMES)
