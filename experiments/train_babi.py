@@ -10,26 +10,42 @@ Real bAbI v1.2 files downloaded by you (e.g. tasks_1-20_v1-2/en-valid-10k):
     python -m keras_relational.experiments.train_babi --root_dir=/tmp/tpr_real --tasks=1,2,3 \
         --data_dir=/path/to/en-valid-10k
 
+Table 3 ablation (write and backlink only) and the systematic-generalisation split (Fig. 5):
+
+    python -m keras_relational.experiments.train_babi --root_dir=/tmp/tpr_wb --tasks=3 \
+        --operations=W+B
+    python -m keras_relational.experiments.train_babi --root_dir=/tmp/tpr_sys --systematic \
+        --entity_dim=90 --relation_dim=20
+
 Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
 (``checkpoints/``), the SavedModel (``saved_model/``), ``results.md`` and ``results.json``.
 """
 
 from absl import app, flags
 
+from keras_relational.environments import babi
 from keras_relational.experiments import babi_lib, console, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
 flags.DEFINE_list("tasks", ["1"], "bAbI tasks; several are trained jointly.")
 flags.DEFINE_string("data_dir", None, "Folder with real bAbI files; default: generate data.")
-flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.")
-flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.")
-flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.")
+flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.", lower_bound=1)
+flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.", lower_bound=1)
+flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.", lower_bound=1)
 flags.DEFINE_integer("entity_dim", 15, "E (single-task size, paper Sec. 7).")
 flags.DEFINE_integer("relation_dim", 10, "R (not stated for single tasks in the paper).")
 flags.DEFINE_integer("hidden_dim", 40, "MLP hidden width H (authors' code).")
 flags.DEFINE_bool("use_move", True, "Use the move operation.")
 flags.DEFINE_bool("use_backlink", True, "Use the backlink operation.")
+flags.DEFINE_enum("operations", None, list(babi_lib.OPERATIONS),
+                  "Table 3 ablation: the memory operations (W write, M move, B backlink); sets "
+                  "--use_move and --use_backlink, which must then be left out.")
+flags.DEFINE_bool("systematic", False,
+                  "Systematic generalisation (Sec. 7, Fig. 5): train tasks 1, 6, 7, 8, 9, 11, "
+                  "12, 13 with new names seen only in some tasks; report accuracy per name.")
+flags.DEFINE_integer("systematic_examples_per_pair", 500,
+                     "Generated examples per (new name, task) pair (Sec. 7).", lower_bound=1)
 flags.DEFINE_bool("mask_pad_words", True, "Eq. 5 over real words only (False = released code).")
 flags.DEFINE_enum("implementation", "factored", ["factored", "dense"], "TPR memory form.")
 flags.DEFINE_integer("batch_size", 128, "Batch size.")
@@ -48,9 +64,16 @@ flags.mark_flag_as_required("root_dir")
 
 def main(argv):
     del argv
+    if FLAGS.operations is not None and (FLAGS["use_move"].present
+                                         or FLAGS["use_backlink"].present):
+        raise app.UsageError(f"--operations={FLAGS.operations} sets the memory operations; "
+                             f"leave out --use_move and --use_backlink.")
+    tasks = [int(t) for t in FLAGS.tasks]
+    if FLAGS.systematic and not FLAGS["tasks"].present:
+        tasks = list(babi.SYSTEMATIC_TASKS)
     babi_lib.train_eval(
         FLAGS.root_dir,
-        tasks=[int(t) for t in FLAGS.tasks],
+        tasks=tasks,
         data_dir=FLAGS.data_dir,
         num_train=FLAGS.num_train,
         num_valid=FLAGS.num_valid,
@@ -60,6 +83,9 @@ def main(argv):
         hidden_dim=FLAGS.hidden_dim,
         use_move=FLAGS.use_move,
         use_backlink=FLAGS.use_backlink,
+        operations=FLAGS.operations,
+        systematic=FLAGS.systematic,
+        systematic_examples_per_pair=FLAGS.systematic_examples_per_pair,
         mask_pad_words=FLAGS.mask_pad_words,
         implementation=FLAGS.implementation,
         batch_size=FLAGS.batch_size,

@@ -10,6 +10,9 @@ import os
 
 import numpy as np
 
+from keras_relational import validation
+
+from .files import write_text_atomically
 from .reader import parse_babi
 from .tasks import GENERATED_TASKS, TASK_GENERATORS
 from .world import PERSONS, Story
@@ -39,6 +42,7 @@ def generate_task_text(task, num_questions, seed, people=PERSONS, **story_option
 
     The last story is cut after the last question needed.
     """
+    validation.check_positive_int("generate_task_text", "num_questions", num_questions)
     rng = np.random.RandomState(seed)
     lines, questions = [], 0
     while questions < num_questions:
@@ -60,17 +64,23 @@ def write_task_files(out_dir, task, num_train=9000, num_valid=1000, num_test=100
                      **story_options):
     """Writes ``qa{task}_train.txt``, ``_valid.txt``, ``_test.txt`` (the en-valid-10k layout).
 
-    Defaults follow bAbI-10k v1.2: 9,000 / 1,000 / 1,000 questions. Each split has its own seed.
+    Defaults follow bAbI-10k v1.2: 9,000 / 1,000 / 1,000 questions. Each split has its own seed
+    (:func:`split_seed`). Each file is written atomically, the test file last, so a run killed
+    while generating never leaves a file that a later run would read as complete.
     Returns the three paths.
     """
-    os.makedirs(out_dir, exist_ok=True)
+    for argument, n in (("num_train", num_train), ("num_valid", num_valid),
+                        ("num_test", num_test)):
+        validation.check_positive_int("write_task_files", argument, n)
     paths = []
-    for offset, (split, n) in enumerate(
-        (("train", num_train), ("valid", num_valid), ("test", num_test))
-    ):
+    for split, n in (("train", num_train), ("valid", num_valid), ("test", num_test)):
         path = os.path.join(out_dir, f"qa{task}_{split}.txt")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(generate_task_text(task, n, seed * 1000 + 97 * task + offset,
-                                       **story_options))
+        write_text_atomically(path, generate_task_text(task, n, split_seed(seed, task, split),
+                                                       **story_options))
         paths.append(path)
     return paths
+
+
+def split_seed(seed, task, split):
+    """The generator seed of one task's split ("train", "valid" or "test") for a run ``seed``."""
+    return seed * 1000 + 97 * task + ("train", "valid", "test").index(split)

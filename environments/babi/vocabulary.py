@@ -47,6 +47,7 @@ def vectorize(examples, vocabulary, max_sentences, max_words):
     """Int32 arrays ``story [N,S,W]``, ``story_len [N]``, ``query [N,W]``, ``answer [N]``, ``task``.
 
     Stories longer than ``max_sentences`` keep their last sentences; longer sentences raise.
+    An example whose answer is None (an unanswered question) gets the answer id -1.
     """
     n = len(examples)
     story = np.zeros((n, max_sentences, max_words), np.int32)
@@ -64,7 +65,7 @@ def vectorize(examples, vocabulary, max_sentences, max_words):
         if len(ex.query) > max_words:
             raise ValueError(f"question {ex.query} is longer than max_words={max_words}.")
         query[i, : len(ex.query)] = [vocabulary.encode(t) for t in ex.query]
-        answer[i] = vocabulary.encode(ex.answer)
+        answer[i] = -1 if ex.answer is None else vocabulary.encode(ex.answer)
         task[i] = ex.task
     return {"story": story, "story_len": story_len, "query": query, "answer": answer,
             "task": task}

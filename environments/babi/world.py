@@ -43,13 +43,14 @@ class World:
         self.place = {}  # object -> (location, drop line, support of the dropper's location)
         self.history = {o: [] for o in OBJECTS}  # object -> [(location, support lines)]
         self.carrying = {p: [] for p in people}  # person -> objects in pickup order
+        self.transfers = []  # (giver, object, receiver, line) of every give, in story order
 
     def choice(self, seq):
         return seq[self.rng.randint(len(seq))]
 
-    def move(self, story, person, verb=None):
+    def move(self, story, person, verb=None, location=None):
         old = self.location.get(person, (None, 0))[0]
-        location = self.choice([loc for loc in LOCATIONS if loc != old])
+        location = location or self.choice([loc for loc in LOCATIONS if loc != old])
         line = story.say(f"{person} {verb or self.choice(MOVE_VERBS)} to the {location}.")
         self._moved(person, location, line)
         return line
@@ -81,6 +82,7 @@ class World:
         self.carrying[giver].remove(obj)
         self.carrying[receiver].append(obj)
         self.holder[obj] = (receiver, line)
+        self.transfers.append((giver, obj, receiver, line))
 
     def random_action(self, story, allow_give=False):
         """A move, pick-up, drop or (optionally) give that is legal in the current state."""

@@ -69,8 +69,8 @@ def test_reader_errors():
         babi.parse_babi("Mary moved.\n")
     with pytest.raises(ValueError, match="no file matching 'qa4_"):
         babi.load_task("/nonexistent", 4, "train")
-    with pytest.raises(ValueError, match="task=5"):
-        babi.generate_story_lines(5, np.random.RandomState(0))
+    with pytest.raises(ValueError, match="task=21"):
+        babi.generate_story_lines(21, np.random.RandomState(0))
 
 
 # --- an independent symbolic reader of the generated stories ---------------------------------
@@ -175,7 +175,11 @@ def solve(example):
     raise AssertionError(f"checker cannot answer {q}")
 
 
-@pytest.mark.parametrize("task", babi.GENERATED_TASKS)
+# The tasks this reader solves; tests/environments/test_babi_tasks.py checks the others.
+SOLVED_HERE = (1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13, 15, 16)
+
+
+@pytest.mark.parametrize("task", SOLVED_HERE)
 def test_generated_stories_are_answerable(task):
     examples = babi.generate_task(task, 150, seed=task)
     assert len(examples) == 150
@@ -186,8 +190,9 @@ def test_generated_stories_are_answerable(task):
     assert max(answers.values()) < 0.8 * len(examples)  # not a constant answer
 
 
-def test_required_tasks_are_generated():
-    assert {1, 2, 3, 6, 11, 12, 13, 15, 16} <= set(babi.GENERATED_TASKS)
+def test_all_twenty_tasks_are_generated():
+    assert babi.GENERATED_TASKS == tuple(range(1, 21))
+    assert sorted(babi.TASK_NAMES) == list(range(1, 21))
 
 
 def test_generator_is_deterministic_and_round_trips(tmp_path):

@@ -1,26 +1,38 @@
+import dataclasses
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from keras_relational.environments import babi
-from keras_relational.experiments import babi_lib
+from keras_relational.experiments import babi_lib, babi_serving
+
+_SMOKE = dict(tasks=(1, 6), num_train=64, num_valid=32, num_test=32, entity_dim=4,
+              relation_dim=3, hidden_dim=8, batch_size=32, epochs=2, jit_compile=False, verbose=0)
+
+
+@pytest.fixture(name="smoke_run", scope="module")
+def fixture_smoke_run(tmp_path_factory):
+    """A tiny training run, shared by the smoke test and the serving test: (root_dir, results)."""
+    root = str(tmp_path_factory.mktemp("babi") / "run")
+    return root, babi_lib.train_eval(root, **_SMOKE)
 
 
 @pytest.mark.slow
-def test_train_eval_smoke(tmp_path):
-    root = str(tmp_path / "run")
-    kwargs = dict(tasks=(1, 6), num_train=64, num_valid=32, num_test=32, entity_dim=4,
-                  relation_dim=3, hidden_dim=8, batch_size=32, epochs=2, jit_compile=False,
-                  verbose=0)
-    results = babi_lib.train_eval(root, **kwargs)
+def test_train_eval_smoke(smoke_run):
+    root, results = smoke_run
+    kwargs = _SMOKE
     assert set(results["test_error"]) == {1, 6}
     assert all(0.0 <= e <= 100.0 for e in results["test_error"].values())
     assert results["steps"] == 2 * 4
     for path in ("train", "checkpoints/best.weights.h5", "saved_model", "results.md",
-                 "results.json", "vocabulary.json", "data/qa1_train.txt", "data/qa6_test.txt"):
+                 "results.json", "vocabulary.json", "data/qa1_train.txt", "data/qa6_test.txt",
+                 "saved_model/vocabulary.json"):
         assert os.path.exists(os.path.join(root, path)), path
+    assert not os.path.exists(os.path.join(root, "saved_model.partial"))
     with open(os.path.join(root, "results.md")) as f:
         assert f.read().startswith("| Task | Test error (%) |")
 
@@ -73,3 +85,117 @@ def test_learning_rate_schedule():
     schedule.on_epoch_end(1, {"val_loss": 0.05})
     schedule.on_train_batch_begin(0)
     assert np.isclose(float(model.optimizer.learning_rate.numpy()), 5e-4)
+
+
+def test_load_data_errors_name_the_flag_or_the_file(tmp_path):
+    for argument in ("num_train", "num_valid", "num_test"):
+        with pytest.raises(ValueError, match=f"`{argument}`.*{argument}=0"):
+            babi_lib.load_data((1,), **{argument: 0})
+    # A file that an interrupted run of an older version left empty is not taken for data.
+    root = str(tmp_path / "run")
+    babi.write_task_files(os.path.join(root, "data"), 1, num_train=20, num_valid=5, num_test=5)
+    empty = os.path.join(root, "data", "qa1_test.txt")
+    open(empty, "w").close()
+    with pytest.raises(ValueError, match=f"{empty}: no question found"):
+        babi_lib.load_data((1,), root_dir=root, num_train=20, num_valid=5, num_test=5)
+    # Files of an earlier run with other sizes are not silently reused.
+    os.remove(empty)
+    splits, _, _ = babi_lib.load_data((1,), root_dir=root, num_train=20, num_valid=5,
+                                      num_test=5)
+    assert [len(splits[s][1]) for s in ("train", "valid", "test")] == [20, 5, 5]
+    with pytest.raises(ValueError, match="qa1_train.txt holds 20 questions, but num_train=30"):
+        babi_lib.load_data((1,), root_dir=root, num_train=30, num_valid=5, num_test=5)
+
+
+def test_binary_rejects_an_empty_split_when_parsing_flags():
+    from absl import flags
+
+    from keras_relational.experiments import train_babi
+
+    for name in ("num_train", "num_valid", "num_test"):
+        with pytest.raises(flags.IllegalFlagValueError, match=f"--{name}=0"):
+            train_babi.FLAGS[name].parse("0")
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_answer_babi_serves_the_export_in_a_fresh_process(smoke_run, tmp_path):
+    root, results = smoke_run
+    export_dir = os.path.join(root, "saved_model")
+    with open(os.path.join(export_dir, "vocabulary.json")) as f:
+        info = json.load(f)
+    assert info["words"] == list(results["vocabulary"].words)
+    # Answered questions and one without an answer.
+    text = (babi.generate_task_text(1, 6, seed=123)
+            + "1 Mary went to the kitchen.\n2 Where is Mary?\n")
+    stories = tmp_path / "stories.txt"
+    stories.write_text(text)
+    examples = babi.parse_babi(text, task=1, max_sentences=info["max_sentences"],
+                               allow_unanswered=True)
+    expected = babi_lib.predict_answers(
+        results["model"], results["vocabulary"],
+        [dataclasses.replace(ex, answer=None) for ex in examples],
+        (info["max_sentences"], info["max_words"]))
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_relational.experiments.answer_babi",
+         f"--saved_model={export_dir}", f"--stories={stories}", "--batch_size=4"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    rows = [line.split("\t") for line in lines[:-1]]
+    assert [row[0] for row in rows] == [str(i) for i in range(1, 8)]
+    assert [row[1] for row in rows] == [" ".join(ex.query) for ex in examples]
+    assert [row[2] for row in rows] == expected  # the same answers as the trained model
+    assert [row[3] for row in rows] == [ex.answer or "-" for ex in examples]
+    correct = sum(p == ex.answer for p, ex in zip(expected[:6], examples[:6], strict=True))
+    assert lines[-1] == f"accuracy {correct / 6:.4f} ({correct}/6 questions)"
+
+    # A word the model never saw is named before the model is loaded.
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text("1 Mary went to the cellar.\n2 Where is Mary? \tcellar\t1\n")
+    with pytest.raises(ValueError, match="lacks: \\['cellar'\\]"):
+        babi_serving.answer_questions(export_dir, str(unknown))
+    with pytest.raises(ValueError, match="no vocabulary file"):
+        babi_serving.answer_questions(str(tmp_path), str(stories))
+
+
+def test_ablation_and_systematic_arguments_are_checked_first(tmp_path):
+    with pytest.raises(ValueError, match="`operations`.*'W\\+X'"):
+        babi_lib.train_eval(str(tmp_path), operations="W+X")
+    with pytest.raises(ValueError, match="`tasks`.*\\(1, 2\\)"):
+        babi_lib.train_eval(str(tmp_path), tasks=(1, 2), systematic=True)
+    assert babi_lib.OPERATIONS == {"W": (False, False), "W+M": (True, False),
+                                   "W+B": (False, True), "W+M+B": (True, True)}
+    from absl import flags
+
+    from keras_relational.experiments import train_babi
+
+    assert train_babi.FLAGS["operations"].parser.enum_values == ["W", "W+M", "W+B", "W+M+B"]
+    with pytest.raises(flags.IllegalFlagValueError, match="--operations=W\\+X"):
+        train_babi.FLAGS["operations"].parse("W+X")
+
+
+@pytest.mark.slow
+def test_write_only_model_on_the_systematic_split(tmp_path):
+    root = str(tmp_path / "systematic")
+    results = babi_lib.train_eval(
+        root, tasks=babi.SYSTEMATIC_TASKS, systematic=True, systematic_examples_per_pair=5,
+        operations="W", num_train=8, num_valid=4, num_test=4, entity_dim=4, relation_dim=3,
+        hidden_dim=8, batch_size=32, epochs=1, jit_compile=False, verbose=0, export=False)
+    memory = results["model"].get_layer("tpr_memory")
+    assert (memory.use_move, memory.use_backlink) == (False, False)
+    assert (results["use_move"], results["use_backlink"]) == (False, False)
+    # 8 tasks x 8 questions plus 21 trained (name, task) pairs x 5 new-name examples.
+    assert results["steps"] == -(-(8 * 8 + 21 * 5) // 32)
+    accuracy = results["systematic"]
+    assert list(accuracy) == list(babi.NEW_NAMES)
+    assert accuracy["Alex"]["unseen"] is None and accuracy["Logan"]["unseen"] is not None
+    assert all(0.0 <= a <= 100.0 for row in accuracy.values() for a in row.values()
+               if a is not None)
+    assert "logan" in results["vocabulary"].ids
+    with open(os.path.join(root, "results.md")) as f:
+        assert "| New name | Tasks in training |" in f.read()
+    with open(os.path.join(root, "results.json")) as f:
+        assert set(json.load(f)["systematic"]) == set(babi.NEW_NAMES)

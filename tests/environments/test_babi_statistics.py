@@ -1,0 +1,68 @@
+"""benchmarks/babi_statistics.py: question kinds, per-task figures, and a tiny run of the script."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_relational.environments import babi
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "babi_statistics.py")
+
+
+@pytest.fixture(name="script", scope="module")
+def fixture_script():
+    """The script as a module, loaded once (its absl flags can be defined only once)."""
+    sys.path.insert(0, os.path.dirname(_SCRIPT))  # its `import results_io`
+    try:
+        spec = importlib.util.spec_from_file_location("babi_statistics", _SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(os.path.dirname(_SCRIPT))
+    return module
+
+
+def test_question_kinds(script):
+    kind = script.question_kind
+    assert kind(babi.tokenize("Where is Mary?")) == "where is _ ?"
+    assert kind(babi.tokenize("Is the red square to the left of the triangle?")) == \
+        "is the _ to the left of the _ ?"
+    assert kind(babi.tokenize("Does the box of chocolates fit in the box?")) == \
+        "does the _ fit in the _ ?"
+    assert kind(babi.tokenize("What is the kitchen north of?")) == "what is the _ of ?"
+    assert kind(babi.tokenize("How do you go from the den to the hall?")) == \
+        "how do you go from the _ to the _ ?"
+
+
+def test_task_statistics(script):
+    stats = script.task_statistics(19, babi.generate_task_text(19, 20, seed=0))
+    assert stats["questions"] == stats["stories"] == 20
+    assert stats["statements_per_story"] == {"mean": 5.0, "max": 5}
+    assert stats["supporting_facts_percent"] == {"2": 100.0}
+    assert stats["question_kinds_percent"] == {"how do you go from the _ to the _ ?": 100.0}
+    assert sum(stats["answers_percent"].values()) == pytest.approx(100.0, abs=0.5)
+    first = script.task_statistics(1, "1 A went to the b.\n2 Where is A? \tb\t1\n"
+                                      "1 A went to the c.\n2 C went to the d.\n"
+                                      "3 Where is A? \tc\t1\n")
+    assert first["stories"] == 2 and first["statements_per_story"]["mean"] == 1.5
+    assert first["statements_before_question"] == {"mean": 1.5, "max": 2, "over_70": 0}
+
+
+@pytest.mark.subprocess
+def test_the_script_writes_both_results_files(tmp_path):
+    output = tmp_path / "stats.md"
+    result = subprocess.run([sys.executable, _SCRIPT, "--questions=10", f"--output={output}"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = output.read_text()
+    assert text.startswith("Written by `python benchmarks/babi_statistics.py --questions=10")
+    assert all(f"| {task} | {babi.TASK_NAMES[task]} |" in text for task in range(1, 21))
+    with open(tmp_path / "stats.json") as f:
+        data = json.load(f)
+    assert [t["task"] for t in data["tasks"]] == list(range(1, 21))
+    assert all(t["questions"] == 10 for t in data["tasks"])

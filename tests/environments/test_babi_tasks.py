@@ -1,0 +1,277 @@
+"""Tasks 5, 10, 14 and 17-20 of the bAbI generator, checked by independent tiny solvers.
+
+Each solver reads the story *text* (its own line parser, not the package's reader) and re-derives
+the answer from the task's definition (Weston et al. 2015): once from every statement told so far
+and once from the supporting facts alone, which must be enough.
+"""
+
+import collections
+import re
+
+import numpy as np
+import pytest
+
+from keras_relational.environments import babi
+
+STORIES = 300  # stories per task
+
+
+def questions(text):
+    """``[(statements {line id: words}, question words, answer, support ids)]`` of bAbI text."""
+    found, statements = [], {}
+    for line in text.splitlines():
+        line_id, rest = line.split(" ", 1)
+        line_id = int(line_id)
+        if line_id == 1:
+            statements = {}
+        words = re.findall(r"\w+|[^\w\s]", rest.split("\t")[0].lower())
+        if "\t" in rest:
+            _, answer, support = rest.split("\t")
+            found.append((dict(statements), words[:-1], answer.lower(),
+                          [int(s) for s in support.split()]))
+        else:
+            assert words[-1] == ".", line
+            statements[line_id] = words[:-1]
+    return found
+
+
+def generated(task, stories=STORIES, seed=0):
+    """The text of ``stories`` generated stories of ``task``."""
+    rng = np.random.RandomState(seed)
+    return "\n".join(line for _ in range(stories) for line in babi.generate_story_lines(task, rng))
+
+
+def after(words, marker):
+    """The words after the first ``marker``."""
+    return words[words.index(marker) + 1:]
+
+
+# --- task 5: who gave what to whom ------------------------------------------------------------
+
+GIVE = {"gave", "handed", "passed"}
+
+
+def solve_5(statements, q):
+    transfers = []  # (giver, object, receiver)
+    for words in statements:
+        if words[1] in GIVE:  # X gave the O to Y
+            transfers.append((words[0], words[3], words[5]))
+    if q[:2] == ["what", "did"]:  # what did X give to Y
+        return [o for g, o, r in transfers if (g, r) == (q[2], q[5])][-1]
+    if q[:2] == ["who", "gave"] and "to" in q:  # who gave the O to Y
+        return [g for g, o, r in transfers if (o, r) == (q[3], q[5])][-1]
+    if q[:2] == ["who", "gave"]:  # who gave the O
+        return [g for g, o, r in transfers if o == q[3]][-1]
+    if q[:2] == ["who", "received"]:  # who received the O
+        return [r for g, o, r in transfers if o == q[3]][-1]
+    if q[:2] == ["who", "did"]:  # who did X give the O to
+        return [r for g, o, r in transfers if (g, o) == (q[2], q[5])][-1]
+    raise AssertionError(q)
+
+
+# --- task 10: indefinite knowledge -------------------------------------------------------------
+
+
+def solve_10(statements, q):
+    possible = {}
+    for words in statements:
+        if "either" in words:  # X is either in the A or the B
+            possible[words[0]] = {words[5], words[-1]}
+        else:  # X is in the L / X <moved> to the L
+            possible[words[0]] = {words[-1]}
+    person, place = q[1], q[-1]  # is X in the L
+    if place not in possible[person]:
+        return "no"
+    return "yes" if len(possible[person]) == 1 else "maybe"
+
+
+# --- task 14: time reasoning -------------------------------------------------------------------
+
+TIME = {"yesterday": 0, "morning": 1, "afternoon": 2, "evening": 3}
+
+
+def solve_14(statements, q):
+    visits = collections.defaultdict(dict)  # person -> {time: place}
+    for words in statements:
+        time = [TIME[w] for w in words if w in TIME]
+        assert len(time) == 1, words
+        person = words[0] if words[0] not in ("yesterday", "this") else \
+            words[1 if words[0] == "yesterday" else 2]
+        visits[person][time[0]] = after(words, "the")[0]
+    person, place = q[2], q[-1]  # where was X before the L
+    when = [t for t, p in visits[person].items() if p == place]
+    assert len(when) == 1, (visits, q)
+    earlier = [t for t in visits[person] if t < when[0]]
+    return visits[person][max(earlier)]
+
+
+# --- task 17: positional reasoning -------------------------------------------------------------
+
+OFFSET = {"above": (0, 1), "below": (0, -1), "left": (-1, 0), "right": (1, 0)}
+
+
+def _relation(words):
+    """``the A is <rel> the B`` -> (A, relation, B); shapes may have two words."""
+    a = " ".join(words[1:words.index("is")])
+    rest = after(words, "is")
+    relation = rest[0] if rest[0] in ("above", "below") else rest[2]
+    b = " ".join(after(rest, "the") if rest[0] in ("above", "below") else after(rest, "of")[1:])
+    return a, relation, b
+
+
+def solve_17(statements, q):
+    facts = [_relation(words) for words in statements]
+    position = {facts[0][2]: (0, 0)}
+    while len(position) < len({x for a, _, b in facts for x in (a, b)}):
+        for a, relation, b in facts:  # a = b + offset
+            dx, dy = OFFSET[relation]
+            if b in position and a not in position:
+                position[a] = (position[b][0] + dx, position[b][1] + dy)
+            elif a in position and b not in position:
+                position[b] = (position[a][0] - dx, position[a][1] - dy)
+    cut = next(i for i, w in enumerate(q) if w in ("above", "below", "to"))
+    x, relation, y = _relation(q[1:cut] + ["is"] + q[cut:])  # is the X <rel> the Y
+    (xx, xy), (yx, yy) = position[x], position[y]
+    holds = {"above": xy > yy, "below": xy < yy, "left": xx < yx, "right": xx > yx}[relation]
+    return "yes" if holds else "no"
+
+
+# --- task 18: size reasoning -------------------------------------------------------------------
+
+
+def _thing(words):
+    return " ".join(words)
+
+
+def solve_18(statements, q):
+    larger = set()  # (big, small) pairs told
+    for words in statements:
+        if "fits" in words:
+            small, big = _thing(words[1:words.index("fits")]), _thing(after(words, "inside")[1:])
+        else:
+            big, small = _thing(words[1:words.index("is")]), _thing(after(words, "than")[1:])
+        larger.add((big, small))
+    changed = True
+    while changed:  # transitive closure
+        new = {(a, d) for a, b in larger for c, d in larger if b == c} - larger
+        changed = bool(new)
+        larger |= new
+    if q[0] == "does":  # does the X fit in the Y
+        x, y = _thing(q[2:q.index("fit")]), _thing(after(q, "in")[1:])
+        assert (y, x) in larger or (x, y) in larger, ("not entailed", q)
+        return "yes" if (y, x) in larger else "no"
+    x, y = _thing(q[2:q.index("bigger")]), _thing(after(q, "than")[1:])  # is the X bigger than
+    assert (x, y) in larger or (y, x) in larger, ("not entailed", q)
+    return "yes" if (x, y) in larger else "no"
+
+
+# --- task 19: path finding ---------------------------------------------------------------------
+
+OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
+
+
+def solve_19(statements, q):
+    step = {}  # (from, to) -> direction
+    for words in statements:  # the A is <d> of the B: going from B to A is <d>
+        a, d, b = words[1], words[3], words[-1]
+        step[b, a], step[a, b] = d, OPPOSITE[d]
+    start, goal = q[6], q[-1]  # how do you go from the S to the G
+    paths = [[start]]
+    while paths:  # breadth-first search over the told links
+        path = paths.pop(0)
+        if path[-1] == goal:
+            return ",".join(step[a, b][0] for a, b in zip(path[:-1], path[1:], strict=True))
+        paths += [path + [b] for a, b in step if a == path[-1] and b not in path]
+    raise AssertionError(("no route", q))
+
+
+# --- task 20: agent's motivations --------------------------------------------------------------
+
+GOES = {"hungry": "kitchen", "thirsty": "kitchen", "tired": "bedroom", "bored": "garden"}
+GETS = {"hungry": "apple", "thirsty": "milk", "tired": "pajamas", "bored": "football"}
+
+
+def solve_20(statements, q):
+    motive = {}
+    for words in statements:
+        if len(words) == 3 and words[2] in GOES:  # X is hungry
+            motive[words[0]] = words[2]
+        elif "to" in words:  # X went to the L: where the motive leads
+            assert GOES[motive[words[0]]] == words[-1], words
+        else:  # X got the O there
+            assert GETS[motive[words[0]]] == after(words, "the")[0], words
+    person = q[2]
+    if q[:2] == ["where", "will"]:
+        return GOES[motive[person]]
+    assert q[:2] == ["why", "did"], q
+    return motive[person]
+
+
+SOLVERS = {5: solve_5, 10: solve_10, 14: solve_14, 17: solve_17, 18: solve_18,
+           19: solve_19, 20: solve_20}
+
+
+@pytest.mark.parametrize("task", sorted(SOLVERS))
+def test_answers_follow_from_the_story_and_from_the_supporting_facts(task):
+    found = questions(generated(task))
+    assert len(found) >= STORIES
+    for statements, q, answer, support in found:
+        assert support and all(s in statements for s in support), (q, support)
+        told = [statements[i] for i in sorted(statements)]
+        assert SOLVERS[task](told, q) == answer, (task, told, q, answer)
+        alone = [statements[i] for i in sorted(support)]
+        assert SOLVERS[task](alone, q) == answer, (task, alone, q, answer)
+
+
+def _shape(text):
+    """Per story, the kinds of its lines: "s" for a statement, "q" for a question."""
+    stories = []
+    for line in text.splitlines():
+        if line.startswith("1 "):
+            stories.append("")
+        stories[-1] += "q" if "\t" in line else "s"
+    return stories
+
+
+def _answers(task, stories=150):
+    return collections.Counter(answer for _, _, answer, _ in questions(generated(task, stories)))
+
+
+def test_story_shapes_follow_the_task_definitions():
+    assert set(_shape(generated(19, 50))) == {"sssssq"}  # five facts, one question
+    assert set(_shape(generated(17, 50))) == {"ss" + "q" * 8}  # two facts, eight questions
+    assert set(_shape(generated(20, 50))) == {"sq" * 12}  # 4 people x 3 steps, each asked
+    for shape in _shape(generated(14, 50)):  # 2-4 events per person, told out of order
+        assert shape.endswith("q") and 8 <= shape.count("s") <= 16 and shape.count("q") <= 5
+    for task in (5, 10):
+        assert all(shape.endswith("q") and shape.count("q") == 5
+                   for shape in _shape(generated(task, 50)))
+
+
+def test_answer_kinds_and_balance():
+    paths = _answers(19)
+    assert all(re.fullmatch(r"[nsew],[nsew]", a) for a in paths) and len(paths) >= 10
+    maybe = _answers(10)
+    assert set(maybe) == {"yes", "no", "maybe"}
+    assert min(maybe.values()) > 0.2 * sum(maybe.values())
+    for task in (17, 18):
+        yes_no = _answers(task, 100)
+        assert set(yes_no) == {"yes", "no"}
+        assert 0.35 < yes_no["yes"] / sum(yes_no.values()) < 0.65
+    gifts = _answers(5)
+    assert {"bill", "fred", "jeff", "mary"} <= set(gifts)
+    assert {"apple", "football", "milk"} <= set(gifts)
+    assert set(_answers(20, 50)) == {"kitchen", "bedroom", "garden", "hungry", "thirsty",
+                                     "tired", "bored"}
+    times = _answers(14)
+    assert set(times) <= {"bedroom", "cinema", "kitchen", "office", "park", "school"}
+    assert len(times) == 6
+
+
+@pytest.mark.parametrize("task", babi.GENERATED_TASKS)
+def test_every_task_is_deterministic_and_round_trips(task):
+    text = babi.generate_task_text(task, 30, seed=1)
+    assert text == babi.generate_task_text(task, 30, seed=1)
+    assert text != babi.generate_task_text(task, 30, seed=2)
+    examples = babi.parse_babi(text, task=task)
+    assert len(examples) == 30 and all(ex.answer for ex in examples)
