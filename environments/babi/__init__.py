@@ -11,6 +11,8 @@
   :func:`write_task_files`): simulates a small world (`world`) and writes stories in exactly the
   file format above, one story generator per task (`tasks`), for all 20 tasks
   (:data:`GENERATED_TASKS`); :data:`TASK_NAMES` are the released files' names.
+* **Statistics** (`statistics`: :func:`task_statistics`, :func:`question_kind`): question
+  kinds, story lengths, supporting facts and answers of a task's text, generated or released.
 * **Systematic split** (`systematic`: :func:`systematic_split`): the systematic-generalisation
   data of Schlag & Schmidhuber (2018, Sec. 7): five new names seen in training only with some
   tasks.
@@ -36,6 +38,7 @@ from .reader import (
     task_files,
     tokenize,
 )
+from .statistics import question_kind, task_statistics
 from .systematic import NEW_NAMES, SYSTEMATIC_COVERAGE, SYSTEMATIC_TASKS, systematic_split
 from .tasks import GENERATED_TASKS, TASK_NAMES
 from .vocabulary import Vocabulary, dimensions, vectorize
@@ -45,7 +48,8 @@ __all__ = [
     "DROP_VERBS", "GENERATED_TASKS", "GIVE_VERBS", "LOCATIONS", "MOVE_VERBS", "NEW_NAMES",
     "OBJECTS", "PERSONS", "PICK_VERBS", "SYSTEMATIC_COVERAGE", "SYSTEMATIC_TASKS", "TASK_NAMES",
     "Example", "Vocabulary", "dimensions", "generate_story_lines", "generate_task",
-    "generate_task_text", "load_task", "max_story_sentences", "parse_babi", "read_file",
-    "split_seed", "systematic_split", "task_files", "tokenize", "vectorize",
+    "generate_task_text", "load_task", "max_story_sentences", "parse_babi", "question_kind",
+    "read_file",
+    "split_seed", "systematic_split", "task_files", "task_statistics", "tokenize", "vectorize",
     "write_task_files", "write_text_atomically",
 ]

@@ -1,6 +1,5 @@
-"""benchmarks/babi_statistics.py: question kinds, per-task figures, and a tiny run of the script."""
+"""bAbI statistics (babi.statistics) and a tiny run of benchmarks/babi_statistics.py."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,21 +13,8 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 _SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "babi_statistics.py")
 
 
-@pytest.fixture(name="script", scope="module")
-def fixture_script():
-    """The script as a module, loaded once (its absl flags can be defined only once)."""
-    sys.path.insert(0, os.path.dirname(_SCRIPT))  # its `import results_io`
-    try:
-        spec = importlib.util.spec_from_file_location("babi_statistics", _SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.dirname(_SCRIPT))
-    return module
-
-
-def test_question_kinds(script):
-    kind = script.question_kind
+def test_question_kinds():
+    kind = babi.question_kind
     assert kind(babi.tokenize("Where is Mary?")) == "where is _ ?"
     assert kind(babi.tokenize("Is the red square to the left of the triangle?")) == \
         "is the _ to the left of the _ ?"
@@ -39,14 +25,14 @@ def test_question_kinds(script):
         "how do you go from the _ to the _ ?"
 
 
-def test_task_statistics(script):
-    stats = script.task_statistics(19, babi.generate_task_text(19, 20, seed=0))
+def test_task_statistics():
+    stats = babi.task_statistics(19, babi.generate_task_text(19, 20, seed=0))
     assert stats["questions"] == stats["stories"] == 20
     assert stats["statements_per_story"] == {"mean": 5.0, "max": 5}
     assert stats["supporting_facts_percent"] == {"2": 100.0}
     assert stats["question_kinds_percent"] == {"how do you go from the _ to the _ ?": 100.0}
     assert sum(stats["answers_percent"].values()) == pytest.approx(100.0, abs=0.5)
-    first = script.task_statistics(1, "1 A went to the b.\n2 Where is A? \tb\t1\n"
+    first = babi.task_statistics(1, "1 A went to the b.\n2 Where is A? \tb\t1\n"
                                       "1 A went to the c.\n2 C went to the d.\n"
                                       "3 Where is A? \tc\t1\n")
     assert first["stories"] == 2 and first["statements_per_story"]["mean"] == 1.5
