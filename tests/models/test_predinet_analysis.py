@@ -96,3 +96,24 @@ def test_plots_are_written(model, data, tmp_path):
     path = str(tmp_path / "pruning.png")
     predinet_ablation.plot_pruning_curves({"PrediNet": curve}, chance=0.25, path=path)
     assert os.path.getsize(path) > 1000
+
+
+def test_propositions_cluster_masks_into_objects():
+    from keras_relational.analysis import predinet_propositions as props
+
+    one_hot = np.eye(25)
+    # Head 0 attends to cells 0 and 12, head 1 to (nearly) 12 and 24, head 2 to 0 and 0.
+    first = np.stack([one_hot[0], 0.9 * one_hot[12] + 0.1 * one_hot[11], one_hot[0]])
+    second = np.stack([one_hot[12], one_hot[24], one_hot[0]])
+    values = np.arange(6, dtype="float64").reshape(3, 2) / 10
+    objects, facts = props.propositions(first, second.reshape(3, 5, 5), values)
+    np.testing.assert_array_equal(objects, [[1, 2], [2, 3], [1, 1]])
+    assert len(facts) == 3 * 2
+    assert facts[0] == ("r_1", "ob_1", "ob_2", 0.0)
+    assert facts[3] == ("r_2", "ob_2", "ob_3", 0.3)
+    text = props.to_prolog(facts)
+    assert text.splitlines()[3] == "rel(r_2, ob_2, ob_3, 0.300000)."
+    # A tiny bandwidth keeps near-identical masks apart.
+    assert props.mean_shift(np.stack([one_hot[12], first[1]]), bandwidth=0.01).tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"`bandwidth`: expected a positive number"):
+        props.mean_shift(first, bandwidth=0)
