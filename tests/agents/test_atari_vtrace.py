@@ -55,9 +55,13 @@ def test_vtrace_smoke_run_with_the_predinet_torso(tmp_path):
                                     os.path.join(str(tmp_path), "collect"), 1)
     central = network.keras_model.get_layer("predinet")
     before = np.array(central.query_kernel_1)
-    for _ in range(2):
+    loss = None
+    for _ in range(10):  # as train_eval's loop: act, then learn from every complete unroll
         actor.run()
-        loss = learner.run(iterations=1).loss
+        while unrolls.qsize() and int(train_step.numpy()) < 2:
+            loss = learner.run(iterations=1).loss
+        if int(train_step.numpy()) == 2:
+            break
     assert int(train_step.numpy()) == 2 and np.isfinite(float(loss))
     assert not np.array_equal(before, np.array(central.query_kernel_1))
     unrolls.close()
