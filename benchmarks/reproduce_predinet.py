@@ -1,17 +1,30 @@
-r"""Reproduces part of Table 1 of Shanahan et al. (2020) at CPU scale and prints a markdown table.
+r"""Reproduces Table 1 and the transfer curricula (Figs. 4-5) of Shanahan et al. (2020).
 
-Each (task, architecture) cell is one run of ``relations_game_lib.train_eval``: train on generated
-pentominoes (SGD 0.01, batches of 10, as in the paper), then measure accuracy on fresh hexomino
-and stripes sets. The paper's numbers (mean +- spread over 10 runs of 100,000 batches) are
-printed next to ours (1 seed, ``--num_batches`` batches, stated in the table).
+Table 1 (``--mode=table1``): each cell is one (task, architecture, seed) run of
+``relations_game_lib.train_eval``: train on generated pentominoes (SGD 0.01, batches of 10,
+100,000 batches as in the paper), then measure accuracy on fresh hexomino and stripes sets (no
+stripes for ``colour_and_or_shape``, as in the paper). The whole table, every architecture and
+task, both held-out sets, at most 15 minutes of training a cell:
 
-    python -m benchmarks.reproduce_predinet --root_dir=/tmp/predinet_table1 \
-        --tasks=same,between,occurs --centrals=predinet,mlp1,mlp2,mha --num_batches=100000 \
-        --output=benchmarks/results/predinet_table1.md
+    python -m benchmarks.reproduce_predinet --mode=table1 --root_dir=/tmp/predinet_table1 \
+        --max_minutes_per_cell=15 --output=benchmarks/results/predinet_table1
 
-Runs already finished under ``root_dir`` are reused, so the table can be extended run by run
-(e.g. a longer PrediNet run and shorter baselines: ``--num_batches`` is part of the run's
-directory name). ``--table_only`` prints the table of whatever has finished.
+Curricula (``--mode=curricula``): each cell is one (combination, architecture, seed) run of the
+4-stage transfer protocol (stage 1 from scratch on the target, stage 2 on the curriculum, stage
+3 frozen reuse, stage 4 CNN only; Fig. 3), 100,000 batches a stage; the combinations are those of
+Figs. 4, 5 and S13 (``COMBINATIONS``):
+
+    python -m benchmarks.reproduce_predinet --mode=curricula --root_dir=/tmp/predinet_curricula \
+        --max_minutes_per_cell=15 --output=benchmarks/results/predinet_curricula
+
+(``--max_minutes_per_cell`` caps each stage there.) Every cell is resumable: a finished run's
+directory holds its ``results.json`` and is not trained again, an interrupted one resumes from
+its last checkpoint, and both results files (``<output>.md``, the table the docs include, and
+``<output>.json``, with every run's numbers and held-out learning curves) are rewritten
+atomically after each cell, so a stopped reproduction loses at most the cell in progress. A run
+stopped by the time cap counts as finished; its batches are in the table. ``--table_only``
+rewrites the files from what has finished. Run directories are named by task, architecture,
+batches and seed, so runs of different lengths can share a ``root_dir``.
 """
 
 import glob
@@ -23,21 +36,27 @@ from absl import app, flags
 
 from benchmarks import results_io
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("root_dir", "/tmp/predinet_table1", "Where runs and results are kept.")
-flags.DEFINE_list("tasks", ["same", "between", "occurs"], "Table 1 tasks.")
-flags.DEFINE_list("centrals", ["predinet", "mlp1", "mlp2", "mha"], "Architectures.")
-flags.DEFINE_integer("num_batches", 100_000, "Batches of 10 per run (paper: 100,000).")
-flags.DEFINE_integer("num_train_examples", 50_000, "Generated pentomino training images.")
-flags.DEFINE_integer("num_eval_examples", 5_000, "Held-out images per object set.")
-flags.DEFINE_integer("eval_interval", 5_000, "Batches between monitor evaluations.")
-flags.DEFINE_integer("seed", 0, "Seed.")
-flags.DEFINE_bool("table_only", False, "Only print the table of finished runs.")
-flags.DEFINE_string("output", None, "Markdown file to write the table to (printed anyway), e.g. "
-                    "benchmarks/results/predinet_table1.md.")
-
+MODES = ("table1", "curricula")
+TABLE1_TASKS = ("same", "between", "occurs", "xoccurs", "colour_and_or_shape")
+CENTRALS = ("mlp1", "mlp2", "relation_net", "mha", "predinet")
 NAMES = {"mlp1": "MLP1", "mlp2": "MLP2", "relation_net": "RN", "mha": "MHA",
          "predinet": "PrediNet"}
+# Shanahan et al. 2020, Figs. 4, 5 and S13: name -> (target task, curriculum task, figure).
+COMBINATIONS = {
+    "A": ("column_patterns_3", "between", "Fig. 4"),
+    "B": ("column_patterns_5", "between", "Fig. 5 / S13"),
+    "C": ("match_rows", "row_patterns_3", "Fig. 5d"),
+    "D": ("match_rows", "column_patterns_3", "Fig. 5a"),
+    "E": ("row_patterns_5", "column_patterns_5", "Fig. 5e"),
+}
+# Shanahan et al. 2020, Sec. 5 (the curves themselves are not tabulated in the paper).
+PAPER_CURRICULA = {
+    "A": "stage 3: PrediNet fastest and the only one to reach 90 %; MHA fast but below 90 %",
+    "B": "stage 3: PrediNet better than all four baselines",
+    "C": "stage 3: PrediNet beats only 2 of the 4 baselines",
+    "D": "stage 3: every baseline at chance (about 50 %); PrediNet about as in C",
+    "E": "stage 3: every baseline at chance; PrediNet about 85 %",
+}
 # Shanahan et al. 2020, Table 1: accuracy (%) after 100,000 batches, mean +- spread of 10 runs.
 PAPER = {
     ("same", "hexominoes"): {"mlp1": "96.1±0.66", "mlp2": "96.4±0.58", "relation_net": "73.2±5.12",
@@ -66,25 +85,55 @@ PAPER = {
 
 
 def run_dir(root_dir, task, central, num_batches, seed):
+    """A Table 1 cell's directory (also the name older runs of this script used)."""
     return os.path.join(root_dir, f"{task}_{central}_{num_batches}b_seed{seed}")
 
 
+def curriculum_dir(root_dir, combination, central, num_batches, seed):
+    """A curriculum cell's directory (one sub-directory per stage inside)."""
+    return os.path.join(root_dir, f"curriculum_{combination}_{central}_{num_batches}b_seed{seed}")
+
+
+def _read_json(path, default=None):
+    if not os.path.exists(path):
+        return default
+    with open(path) as f:
+        return json.load(f)
+
+
 def load_results(root_dir):
-    """``{(task, central): [result dicts with "num_batches", "minutes", ...]}`` of finished runs."""
+    """``{(task, central): [result dicts]}`` of the finished Table 1 runs under ``root_dir``."""
     found = {}
     for path in sorted(glob.glob(os.path.join(root_dir, "*", "results.json"))):
-        with open(path) as f:
-            result = json.load(f)
-        meta_path = os.path.join(os.path.dirname(path), "meta.json")
-        if os.path.exists(meta_path):
-            with open(meta_path) as f:
-                result.update(json.load(f))
-        if "task" in result:
+        result = _read_json(path)
+        result.update(_read_json(os.path.join(os.path.dirname(path), "meta.json"), {}))
+        if "task" in result and "combination" not in result:
             found.setdefault((result["task"], result["central"]), []).append(result)
     return found
 
 
-def markdown_table(results, tasks, centrals):
+def load_curricula(root_dir):
+    """``{(combination, central): [cell dicts with per-stage results and curves]}``."""
+    from keras_relational.experiments import relations_game_lib as lib
+
+    found = {}
+    for path in sorted(glob.glob(os.path.join(root_dir, "curriculum_*", "results.json"))):
+        directory = os.path.dirname(path)
+        cell = dict(_read_json(os.path.join(directory, "meta.json"), {}), stages={})
+        for stage, result in _read_json(path).items():
+            curve = _read_json(os.path.join(directory, stage, "curve.json"), [])
+            cell["stages"][stage] = dict(result, curve=curve)
+        if "combination" in cell and list(cell["stages"]) == list(lib.STAGES):
+            found.setdefault((cell["combination"], cell["central"]), []).append(cell)
+    return found
+
+
+def _percent(result, object_set):
+    value = result.get(object_set)
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def table1_markdown(results, tasks, centrals):
     lines = ["| task | held-out set | architecture | ours (%) | batches | train min | "
              "paper (%) |", "|---|---|---|---|---|---|---|"]
     for task in tasks:
@@ -97,44 +146,163 @@ def markdown_table(results, tasks, centrals):
                 if not runs:
                     lines.append(f"| {task} | {object_set} | {NAMES[central]} | not run | | | "
                                  f"{paper} |")
-                    continue
                 for run in runs:
+                    capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
                     lines.append(
                         f"| {task} | {object_set} | {NAMES[central]} | "
-                        f"{100 * run[object_set]:.1f} | {run['num_batches']:,} | "
+                        f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
                         f"{run.get('minutes', float('nan')):.1f} | {paper} |")
     return "\n".join(lines)
 
 
+def curricula_markdown(results, combinations, centrals):
+    from keras_relational.experiments import relations_game_lib as lib
+
+    lines = ["| combination | target ← curriculum | architecture | "
+             + " | ".join(f"{stage} stripes (%)" for stage in lib.STAGES)
+             + " | batches a stage | train min | paper (Sec. 5) |",
+             "|---|---|---|" + "---|" * len(lib.STAGES) + "---|---|---|"]
+    for name in combinations:
+        target, curriculum, figure = COMBINATIONS[name]
+        for central in centrals:
+            cells = results.get((name, central), [])
+            head = f"| {name} ({figure}) | {target} ← {curriculum} | {NAMES[central]} |"
+            if not cells:
+                lines.append(head + " not run |" * len(lib.STAGES) + f" | | "
+                             f"{PAPER_CURRICULA[name]} |")
+            for cell in cells:
+                stages = cell["stages"]
+                accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
+                batches = "/".join(f"{stages[s]['num_batches']:,}" for s in lib.STAGES)
+                lines.append(f"{head} {accuracies} | {batches} | "
+                             f"{cell.get('minutes', float('nan')):.1f} | {PAPER_CURRICULA[name]} |")
+    return "\n".join(lines)
+
+
+def _settings_text(settings):
+    return (f"Ours: seeds {settings['seeds']}, SGD lr 0.01, batch 10, at most "
+            f"{settings['num_batches']:,} batches a run (a stage for the curricula) and "
+            f"{settings['max_minutes_per_cell']} training minutes a run (stage), "
+            f"{settings['num_train_examples']:,} generated pentomino training images, accuracy on "
+            f"{settings['num_eval_examples']:,} generated held-out images per set; 'train min' is "
+            f"the wall time (training + evaluation) on a shared 2-core CPU. Paper: mean ± spread "
+            f"over 10 runs of 100,000 batches.")
+
+
+def write_results(output, mode, root_dir, names, centrals, settings, command=None):
+    """Rewrites ``<output>.md`` and ``<output>.json`` from the finished runs (atomically)."""
+    if mode == "table1":
+        results = load_results(root_dir)
+        table = table1_markdown(results, names, centrals)
+        runs = [dict(run, task=task, central=central)
+                for (task, central), found in sorted(results.items()) for run in found]
+        title = "Relations Game, Table 1 (Shanahan et al. 2020)."
+    else:
+        results = load_curricula(root_dir)
+        table = curricula_markdown(results, names, centrals)
+        runs = [cell for _, found in sorted(results.items()) for cell in found]
+        title = ("Relations Game, transfer curricula (Shanahan et al. 2020, Figs. 4-5, S13): "
+                 "final held-out stripes accuracy of each stage.")
+    text = f"{title} {_settings_text(settings)}\n\n{table}"
+    if output:
+        results_io.write_markdown(f"{output}.md", text, command=command)
+        results_io.write_json(f"{output}.json", {"mode": mode, "settings": settings,
+                                                 "runs": runs}, command=command)
+    return text
+
+
+def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
+        combinations=tuple(COMBINATIONS), centrals=CENTRALS, seeds=(0,), num_batches=100_000,
+        max_minutes_per_cell=15.0, num_train_examples=50_000, num_eval_examples=5_000,
+        eval_interval=5_000, output=None, table_only=False, command=None, **train_kwargs):
+    """Trains every missing cell of ``mode`` and rewrites the results files after each one.
+
+    ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
+    ``batch_size`` for a smoke test). Returns the markdown text of the results.
+    """
+    names = tasks if mode == "table1" else combinations
+    if output and os.path.splitext(output)[1] in (".md", ".json"):
+        output = os.path.splitext(output)[0]
+    settings = dict(seeds=list(seeds), num_batches=num_batches,
+                    max_minutes_per_cell=max_minutes_per_cell,
+                    num_train_examples=num_train_examples, num_eval_examples=num_eval_examples)
+    if not table_only:
+        from keras_relational.experiments import relations_game_lib as lib
+
+        for seed in seeds:
+            for name in names:
+                for central in centrals:
+                    if mode == "table1":
+                        directory = run_dir(root_dir, name, central, num_batches, seed)
+                        meta = {"task": name, "central": central, "seed": seed}
+                        protocol = {"task": name}
+                    else:
+                        directory = curriculum_dir(root_dir, name, central, num_batches, seed)
+                        target, curriculum, _ = COMBINATIONS[name]
+                        meta = {"combination": name, "task": target,
+                                "curriculum_task": curriculum, "central": central, "seed": seed}
+                        protocol = {"task": target, "curriculum_task": curriculum}
+                    if os.path.exists(os.path.join(directory, "results.json")):
+                        continue
+                    print(f"== {mode} cell {meta}", flush=True)
+                    start = time.time()
+                    lib.train_eval(
+                        directory, central=central, num_batches=num_batches,
+                        num_train_examples=num_train_examples,
+                        num_eval_examples=num_eval_examples, eval_interval=eval_interval,
+                        seed=seed, export=False, time_limit_s=60.0 * max_minutes_per_cell,
+                        **protocol, **train_kwargs)
+                    meta["minutes"] = (time.time() - start) / 60.0
+                    lib.write_json(os.path.join(directory, "meta.json"), meta)
+                    write_results(output, mode, root_dir, names, centrals, settings, command)
+    text = write_results(output, mode, root_dir, names, centrals, settings, command)
+    print("\n" + text, flush=True)
+    return text
+
+
+def define_flags():
+    flags.DEFINE_enum("mode", "table1", list(MODES), "Table 1 cells or the transfer curricula.")
+    flags.DEFINE_string("root_dir", "/tmp/predinet_table1", "Where runs are kept (resumable).")
+    flags.DEFINE_list("tasks", list(TABLE1_TASKS), "Table 1 tasks (--mode=table1).")
+    flags.DEFINE_list("combinations", list(COMBINATIONS),
+                      "Curriculum combinations A-E (--mode=curricula).")
+    flags.DEFINE_list("centrals", list(CENTRALS), "Architectures.")
+    flags.DEFINE_list("seeds", ["0"], "Seeds (the paper: 10 runs).")
+    flags.DEFINE_integer("num_batches", 100_000, "Batches of 10 per run / stage (paper: 100,000).")
+    flags.DEFINE_float("max_minutes_per_cell", 15.0,
+                       "Training time cap of a run (a stage for the curricula), in minutes.")
+    flags.DEFINE_integer("num_train_examples", 50_000, "Generated pentomino training images.")
+    flags.DEFINE_integer("num_eval_examples", 5_000, "Held-out images per object set.")
+    flags.DEFINE_integer("eval_interval", 5_000, "Batches between held-out evaluations (also the "
+                         "granularity of the time cap and of the curves).")
+    flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
+    flags.DEFINE_string("output", None, "Results path without extension: <output>.md (the docs' "
+                        "table) and <output>.json, e.g. benchmarks/results/predinet_table1.")
+
+
 def main(argv):
     del argv
-    if not FLAGS.table_only:
-        from keras_relational.experiments import relations_game_lib
-
-        for task in FLAGS.tasks:
-            for central in FLAGS.centrals:
-                directory = run_dir(FLAGS.root_dir, task, central, FLAGS.num_batches, FLAGS.seed)
-                meta_path = os.path.join(directory, "meta.json")
-                start = time.time()
-                relations_game_lib.train_eval(
-                    directory, central=central, task=task, num_batches=FLAGS.num_batches,
-                    num_train_examples=FLAGS.num_train_examples,
-                    num_eval_examples=FLAGS.num_eval_examples,
-                    eval_interval=FLAGS.eval_interval, seed=FLAGS.seed, export=False)
-                if not os.path.exists(meta_path):
-                    with open(meta_path, "w") as f:
-                        json.dump({"task": task, "central": central,
-                                   "minutes": (time.time() - start) / 60.0}, f)
-    text = (f"Relations Game, Table 1 subset. Ours: 1 seed, SGD lr 0.01, batch 10, "
-            f"{FLAGS.num_train_examples:,} generated pentomino training images, accuracy on "
-            f"{FLAGS.num_eval_examples:,} generated held-out images per set; 'train min' is the "
-            f"wall time of the run (training + evaluation) on a shared 2-core CPU. Paper: mean ± "
-            f"spread over 10 runs of 100,000 batches.\n\n"
-            + markdown_table(load_results(FLAGS.root_dir), FLAGS.tasks, FLAGS.centrals))
-    print("\n" + text)
-    if FLAGS.output:
-        results_io.write_markdown(FLAGS.output, text)
+    FLAGS = flags.FLAGS
+    for name in FLAGS.tasks:
+        if name not in TABLE1_TASKS:
+            raise ValueError(f"`--tasks`: expected names from {list(TABLE1_TASKS)}, received "
+                             f"{name!r}.")
+    for name in FLAGS.combinations:
+        if name not in COMBINATIONS:
+            raise ValueError(f"`--combinations`: expected names from {list(COMBINATIONS)}, "
+                             f"received {name!r}.")
+    for name in FLAGS.centrals:
+        if name not in CENTRALS:
+            raise ValueError(f"`--centrals`: expected names from {list(CENTRALS)}, received "
+                             f"{name!r}.")
+    run(mode=FLAGS.mode, root_dir=FLAGS.root_dir, tasks=FLAGS.tasks,
+        combinations=FLAGS.combinations, centrals=FLAGS.centrals,
+        seeds=[int(s) for s in FLAGS.seeds], num_batches=FLAGS.num_batches,
+        max_minutes_per_cell=FLAGS.max_minutes_per_cell,
+        num_train_examples=FLAGS.num_train_examples, num_eval_examples=FLAGS.num_eval_examples,
+        eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only)
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -17,12 +17,15 @@ Layout of a training directory (``root_dir`` for a single task, ``root_dir/<stag
 ``train/`` (Keras TensorBoard logs), ``eval/`` (held-out accuracy every ``eval_interval``
 batches, TensorBoard), ``backup/`` (``keras.callbacks.BackupAndRestore``: an interrupted run
 resumes at its last completed interval), ``checkpoint.weights.h5`` (latest weights),
-``final.weights.h5`` + ``results.json`` (a finished stage is skipped on re-run) and
-``saved_model/`` (``model.export``).
+``final.weights.h5`` + ``results.json`` (a finished stage is skipped on re-run),
+``curve.json`` (the held-out monitor accuracy every ``eval_interval`` batches), ``model.keras``
+(the whole trained model, for ``keras_relational.analysis``) and ``saved_model/``
+(``model.export``).
 """
 
 import json
 import os
+import tempfile
 import time
 
 import keras
@@ -89,19 +92,40 @@ def freeze_for_stage(model, stage, seed=None):
         raise ValueError(f"`stage`: expected 3 or 4, received {stage!r}.")
 
 
+def write_json(path, data):
+    """Writes ``data`` to ``path`` as JSON atomically (temporary file + ``os.replace``)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as f:
+            json.dump(data, f, indent=2)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
 class _HeldOutEvaluation(keras.callbacks.Callback):
     """Every epoch (= ``eval_interval`` batches): accuracy on fixed held-out monitor batches,
-    written to ``eval/`` for TensorBoard and printed; optional early stop."""
+    written to ``eval/`` for TensorBoard, to ``curve_path`` and printed; optional early stop and
+    time limit."""
 
     def __init__(self, datasets, log_dir, batches_per_epoch, stage_name,
-                 early_stopping_accuracy=None):
+                 early_stopping_accuracy=None, curve_path=None, time_limit_s=None):
         super().__init__()
         self.datasets = datasets
         self.writer = tf.summary.create_file_writer(log_dir)
         self.batches_per_epoch = batches_per_epoch
         self.stage_name = stage_name
         self.early_stopping_accuracy = early_stopping_accuracy
+        self.curve_path = curve_path
+        self.time_limit_s = time_limit_s
+        self.stopped_by_time_limit = False
         self.start = time.time()
+        self.curve = []
+        if curve_path and os.path.exists(curve_path):  # a resumed stage keeps its earlier points
+            with open(curve_path) as f:
+                self.curve = json.load(f)
 
     def on_epoch_end(self, epoch, logs=None):
         step = (epoch + 1) * self.batches_per_epoch
@@ -115,6 +139,16 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
         train = (logs or {}).get("accuracy", float("nan"))
         print(f"[{self.stage_name}] batch {step}: train={train:.3f} {shown} "
               f"({time.time() - self.start:.0f} s)", flush=True)
+        if self.curve_path:
+            self.curve = [p for p in self.curve if p["batch"] < step]
+            self.curve.append({"batch": step, "seconds": time.time() - self.start,
+                               **{k: float(v) for k, v in accuracies.items()}})
+            write_json(self.curve_path, self.curve)
+        if self.time_limit_s is not None and time.time() - self.start >= self.time_limit_s:
+            print(f"[{self.stage_name}] time limit of {self.time_limit_s:.0f} s reached at "
+                  f"batch {step}", flush=True)
+            self.stopped_by_time_limit = True
+            self.model.stop_training = True
         first = next(iter(accuracies.values()), None)
         if self.early_stopping_accuracy is not None and first is not None \
                 and first >= self.early_stopping_accuracy:
@@ -139,11 +173,14 @@ def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
 
 def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size, optimizer,
                 learning_rate, eval_interval, seed, stage_name, early_stopping_accuracy=None,
-                num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0):
+                num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0,
+                time_limit_s=None):
     """Trains ``model`` (already frozen / re-initialised as the stage requires) in ``stage_dir``.
 
-    Returns ``{"<object set>": final held-out accuracy, ..., "num_batches": batches trained}``.
-    A stage whose ``results.json`` exists is not trained again: its final weights are loaded.
+    Returns ``{"<object set>": final held-out accuracy, ..., "num_batches": batches trained,
+    "stopped_by_time_limit": bool}``. Training stops early at the first evaluation after
+    ``time_limit_s`` seconds (if set). A stage whose ``results.json`` exists is not trained
+    again: its final weights are loaded.
     """
     os.makedirs(stage_dir, exist_ok=True)
     results_path = os.path.join(stage_dir, "results.json")
@@ -159,13 +196,15 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     monitor_sets = {name: make_dataset({k: v[:num_monitor_examples] for k, v in data.items()},
                                        250) for name, data in eval_data.items()}
     epochs = max(1, num_batches // eval_interval)
+    monitor = _HeldOutEvaluation(monitor_sets, os.path.join(stage_dir, "eval"), eval_interval,
+                                 stage_name, early_stopping_accuracy,
+                                 os.path.join(stage_dir, "curve.json"), time_limit_s)
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(stage_dir, "backup")),
         keras.callbacks.ModelCheckpoint(os.path.join(stage_dir, "checkpoint.weights.h5"),
                                         save_weights_only=True),
         keras.callbacks.TensorBoard(stage_dir, update_freq="epoch"),  # -> stage_dir/train
-        _HeldOutEvaluation(monitor_sets, os.path.join(stage_dir, "eval"), eval_interval,
-                           stage_name, early_stopping_accuracy),
+        monitor,
     ]
     history = model.fit(make_dataset(train_data, batch_size, shuffle_seed=seed, repeat=True),
                         epochs=epochs, steps_per_epoch=min(eval_interval, num_batches),
@@ -176,17 +215,32 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     epochs_done = history.epoch[-1] + 1 if history.epoch else epochs
     results["num_batches"] = int(epochs_done * min(eval_interval, num_batches))
     results["num_eval_examples"] = {name: int(len(d["labels"])) for name, d in eval_data.items()}
+    results["stopped_by_time_limit"] = monitor.stopped_by_time_limit
     model.save_weights(final_weights)
+    model.save(os.path.join(stage_dir, "model.keras"))
     if export:
         model.export(os.path.join(stage_dir, "saved_model"), verbose=False)
-    with open(results_path, "w") as f:
-        json.dump(results, f, indent=2)
+    write_json(results_path, results)
     print(f"[{stage_name}] final held-out accuracy: {results}", flush=True)
     return results
 
 
 def _generate(task, object_set, num_examples, seed):
     return relations_game.generate(task, object_set, num_examples, seed=seed)
+
+
+def load_eval_files(paths, num_classes=None):
+    """``{file name without .npz: data}`` of DeepMind-layout ``.npz`` files (``load_npz``)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    evals = {}
+    for path in paths:
+        name = os.path.splitext(os.path.basename(os.fspath(path)))[0]
+        if name in evals:
+            raise ValueError(f"`eval_files`: expected files with distinct names, received "
+                             f"{name!r} twice ({list(paths)}).")
+        evals[name] = relations_game.load_npz(path, num_classes=num_classes)
+    return evals
 
 
 def train_eval(
@@ -209,6 +263,9 @@ def train_eval(
     export=True,
     verbose=0,
     distribution_strategy="default",
+    data_file=None,
+    eval_files=None,
+    time_limit_s=None,
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
 
@@ -238,6 +295,15 @@ def train_eval(
         distribution_strategy: ``"default"``, ``"mirrored"`` or ``"multi_worker"``
             (``distribution_lib.STRATEGIES``): models, optimizers and ``compile`` run under its
             ``scope()``.
+        data_file: a Relations Game ``.npz`` file in DeepMind's released layout
+            (``relations_game.load_npz``) to train on instead of generated pentominoes (the
+            target task's data; a curriculum task is still generated).
+        eval_files: ``.npz`` files (same layout) to evaluate on instead of the generated held-out
+            sets; each is reported under its file name without ``.npz`` (e.g.
+            ``"between_hexos"``).
+        time_limit_s: stop each training run (each stage) at its first held-out evaluation
+            after this many seconds; the run counts as finished (``"stopped_by_time_limit"``
+            and the batches actually trained are in its results).
 
     Returns:
         Single task: ``{"hexominoes": accuracy, "stripes": accuracy, "num_batches": n, ...}``.
@@ -258,19 +324,26 @@ def train_eval(
     common = dict(batch_size=batch_size, optimizer=optimizer, learning_rate=learning_rate,
                   eval_interval=eval_interval, early_stopping_accuracy=early_stopping_accuracy,
                   num_monitor_examples=num_monitor_examples,
-                  steps_per_execution=steps_per_execution, export=export, verbose=verbose)
+                  steps_per_execution=steps_per_execution, export=export, verbose=verbose,
+                  time_limit_s=time_limit_s)
 
-    def data_for(name, offset):
-        train = _generate(name, "pentominoes", num_train_examples, seed * 1000 + offset)
-        evals = {s: _generate(name, s, num_eval_examples, seed * 1000 + offset + 1 + i)
-                 for i, s in enumerate(held_out_sets(name))}
+    def data_for(name, offset, train_file=None, eval_paths=None):
+        if train_file:
+            train = relations_game.load_npz(train_file, num_classes=num_classes)
+        else:
+            train = _generate(name, "pentominoes", num_train_examples, seed * 1000 + offset)
+        if eval_paths:
+            evals = load_eval_files(eval_paths, num_classes)
+        else:
+            evals = {s: _generate(name, s, num_eval_examples, seed * 1000 + offset + 1 + i)
+                     for i, s in enumerate(held_out_sets(name))}
         return train, evals
 
     def new_model():
         return models.build_model(central, num_classes=num_classes,
                                   central_kwargs=central_kwargs)
 
-    target_train, target_eval = data_for(task, 0)
+    target_train, target_eval = data_for(task, 0, data_file, eval_files)
     with strategy.scope():
         if not curriculum_task:
             print(f"Single task {task!r}, {central}, {num_batches} batches of {batch_size}",
@@ -296,8 +369,7 @@ def train_eval(
         results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
                                          target_train, target_eval, num_batches, seed=seed + 3,
                                          stage_name=STAGES[3], **common)
-        with open(os.path.join(root_dir, "results.json"), "w") as f:
-            json.dump(results, f, indent=2)
+        write_json(os.path.join(root_dir, "results.json"), results)
         return results
 
 

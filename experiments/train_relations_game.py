@@ -10,6 +10,9 @@ Transfer protocol (Fig. 4, combination A: target 3 column patterns, curriculum b
     python -m keras_relational.experiments.train_relations_game --root_dir=/tmp/rg_transfer \
         --task=column_patterns_3 --curriculum_task=between
 
+DeepMind's released ``.npz`` files (keys ``images``, ``labels``, ``tasks``) instead of generated
+data: ``--data_file=between_pentos.npz --eval_file=between_hexos.npz,between_stripes.npz``.
+
 Outputs under ``root_dir`` (one sub-directory per stage for the protocol): TensorBoard logs
 (``train/``, ``eval/``), checkpoints (``backup/``, ``checkpoint.weights.h5``,
 ``final.weights.h5``), ``results.json`` and the SavedModel (``saved_model/``). Re-running with the
@@ -38,6 +41,10 @@ flags.DEFINE_integer("eval_interval", 500, "Batches between held-out evaluations
 flags.DEFINE_float("early_stopping_accuracy", None, "Stop a stage at this held-out accuracy.")
 flags.DEFINE_integer("num_heads", None, "PrediNet/MHA heads (default 32).")
 flags.DEFINE_integer("seed", 0, "Seed for data and weights.")
+flags.DEFINE_string("data_file", None, "Train on this .npz file in DeepMind's released layout "
+                    "(keys images, labels, tasks) instead of generated pentominoes.")
+flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separated, DeepMind's "
+                  "layout) instead of generated hexominoes and stripes.")
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
@@ -63,6 +70,8 @@ def main(argv):
         central_kwargs=central_kwargs or None,
         seed=FLAGS.seed,
         distribution_strategy=FLAGS.distribution_strategy,
+        data_file=FLAGS.data_file,
+        eval_files=FLAGS.eval_file,
     )
     print(results)
 

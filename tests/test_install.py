@@ -21,8 +21,8 @@ import pytest
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BINARIES = ("train_boxworld", "play_boxworld", "train_babi", "answer_babi",
-             "train_relations_game", "train_palindromes", "train_rule_learning",
-             "same_colour_demo")
+             "train_relations_game", "predict_relations", "analyse_relations_game",
+             "train_palindromes", "train_rule_learning", "same_colour_demo")
 
 
 def _setup_cfg():

@@ -34,8 +34,9 @@ only vary in colour). :func:`parse_image` and :func:`oracle_label` decode images
 labels from pixels alone, independently of the generator.
 
 One module a concern: `tasks` (names, labels, layouts, the equality relations), `rendering` (objects
-drawn on the image), `generator` (`RelationsGame`, `generate`), `parsing` (pixels back to objects)
-and `oracle` (`oracle_label`); the object sets are in `keras_relational.environments.polyominoes`.
+drawn on the image), `generator` (`RelationsGame`, `generate`), `npz` (DeepMind's released
+``.npz`` files: `load_npz`, `save_npz`), `parsing` (pixels back to objects) and `oracle`
+(`oracle_label`); the object sets are in `keras_relational.environments.polyominoes`.
 
 Example:
 
@@ -48,6 +49,7 @@ data["images"].shape, data["labels"][:5], data["tasks"][:5]   # (1000, 36, 36, 3
 """
 
 from .generator import RelationsGame, generate
+from .npz import load_npz, save_npz
 from .oracle import oracle_label
 from .parsing import colour_of, identity, parse_image, shape_of
 from .rendering import BLOCK, CELL, IMAGE_SIZE, OFFSET, GameObject, render
@@ -70,6 +72,6 @@ from .tasks import (
 __all__ = [
     "BLOCK", "CELL", "CELLS", "DIFF_BOTH", "DIFF_COLOUR", "DIFF_KINDS", "DIFF_SHAPE", "GRID",
     "IMAGE_SIZE", "LINES", "OFFSET", "PATTERNS", "TASKS", "GameObject", "RelationsGame",
-    "between_holds", "colour_of", "generate", "identity", "num_classes", "num_task_ids",
-    "oracle_label", "parse_image", "pattern_of", "render", "shape_of",
+    "between_holds", "colour_of", "generate", "identity", "load_npz", "num_classes",
+    "num_task_ids", "oracle_label", "parse_image", "pattern_of", "render", "save_npz", "shape_of",
 ]

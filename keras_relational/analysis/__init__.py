@@ -4,6 +4,11 @@
   over the frame (Zambaldi et al. 2019, Fig. 4).
 * :mod:`keras_relational.analysis.predinet_attention` - PrediNet's attention masks and
   propositions over the Relations Game image (Shanahan et al. 2020, Fig. 6a).
+* :mod:`keras_relational.analysis.predinet_pca` - per-head PCA of the central output (Fig. 6b).
+* :mod:`keras_relational.analysis.predinet_ablation` - accuracy with heads zeroed (Fig. 6c).
+* :mod:`keras_relational.analysis.predinet_propositions` - masks clustered into object symbols
+  and the output written as Prolog facts (Fig. 7).
+* :mod:`keras_relational.analysis.plotting` - matplotlib, an optional dependency, on demand.
 
 Analysis sits after the models: it imports ``keras_relational.models``, never the reverse.
 Matplotlib is imported only by the plotting functions.

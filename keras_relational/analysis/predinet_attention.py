@@ -20,6 +20,7 @@ figure = predinet_attention.plot_attention(images[0], attention_1[0], attention_
 import keras
 import numpy as np
 
+from keras_relational.analysis import plotting
 from keras_relational.models import relations_game
 
 
@@ -109,8 +110,7 @@ def plot_attention(image, attention_1, attention_2, heads=(0, 1, 2, 3), path=Non
     Returns:
         The matplotlib figure.
     """
-    import matplotlib.pyplot as plt
-
+    plt = plotting.pyplot()
     image = np.asarray(image, dtype="uint8")
     figure, axes = plt.subplots(len(heads), 3, figsize=(6.6, 2.2 * len(heads)), squeeze=False)
     for row, head in enumerate(heads):

@@ -51,6 +51,11 @@ class PrediNet(keras.layers.Layer):
         kernel_initializer: initializer of ``W_K``, ``W_Q1``, ``W_Q2`` and ``W_S``. ``None`` (the
             default) means truncated normal, stddev 0.1 (reference notebook). Each weight gets its
             own clone.
+        query_network: ``None`` (the default: the queries read the flattened input, as in
+            Sec. 2) or a Keras layer mapping the entities ``[B, N, m]`` to a vector ``[B, q]``
+            that replaces the flattened input ``F``; ``W_Q1`` and ``W_Q2`` are then ``[q, H*g]``.
+            The Atari agent (Supplement S11) uses a small strided CNN over the feature map here,
+            which makes the query weights independent of ``N``.
         **kwargs: standard ``keras.layers.Layer`` arguments (``name``, ``dtype``, ...).
 
     Call arguments:
@@ -81,6 +86,7 @@ class PrediNet(keras.layers.Layer):
         num_relations=16,  # Shanahan et al. 2020, Table S2
         position_dims=2,  # Shanahan et al. 2020, Sec. 2: (x, y) appended to each entity
         kernel_initializer=None,
+        query_network=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -95,6 +101,12 @@ class PrediNet(keras.layers.Layer):
         if kernel_initializer is None:
             kernel_initializer = default_kernel_initializer()
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        if isinstance(query_network, dict):
+            query_network = keras.saving.deserialize_keras_object(query_network)
+        if query_network is not None and not isinstance(query_network, keras.layers.Layer):
+            raise ValueError(f"PrediNet expects `query_network` to be None or a Keras layer, "
+                             f"received query_network={query_network!r}.")
+        self.query_network = query_network
 
     @property
     def head_output_dim(self):
@@ -114,14 +126,24 @@ class PrediNet(keras.layers.Layer):
         self.num_entities = num_entities
         self.features = features
         queries = self.num_heads * self.key_dim
+        query_inputs = num_entities * features
+        if self.query_network is not None:
+            if not self.query_network.built:
+                self.query_network.build(tuple(input_shape))
+            query_shape = self.query_network.compute_output_shape(tuple(input_shape))
+            if len(query_shape) != 2 or query_shape[-1] is None:
+                raise ValueError(f"PrediNet expects `query_network` to map `inputs` to a vector "
+                                 f"[batch, q] with q known, received output shape "
+                                 f"{tuple(query_shape)} for inputs {tuple(input_shape)}.")
+            query_inputs = int(query_shape[-1])
 
         def weight(name, shape):
             return self.add_weight(name=name, shape=shape,
                                    initializer=_utils.clone_initializer(self.kernel_initializer))
 
         self.key_kernel = weight("key_kernel", (features, self.key_dim))
-        self.query_kernel_1 = weight("query_kernel_1", (num_entities * features, queries))
-        self.query_kernel_2 = weight("query_kernel_2", (num_entities * features, queries))
+        self.query_kernel_1 = weight("query_kernel_1", (query_inputs, queries))
+        self.query_kernel_2 = weight("query_kernel_2", (query_inputs, queries))
         self.relation_kernel = weight("relation_kernel", (features, self.num_relations))
         super().build(input_shape)
 
@@ -133,7 +155,10 @@ class PrediNet(keras.layers.Layer):
 
     def call(self, inputs, return_attention_scores=False):
         keys = ops.einsum("bnm,mg->bng", inputs, self.key_kernel)
-        flat = ops.reshape(inputs, (-1, self.num_entities * self.features))
+        if self.query_network is not None:
+            flat = self.query_network(inputs)
+        else:
+            flat = ops.reshape(inputs, (-1, self.num_entities * self.features))
         attention_1 = self._attend(flat, keys, self.query_kernel_1)
         attention_2 = self._attend(flat, keys, self.query_kernel_2)
         entity_1 = ops.einsum("bhn,bnm->bhm", attention_1, inputs)
@@ -170,5 +195,7 @@ class PrediNet(keras.layers.Layer):
             "num_relations": self.num_relations,
             "position_dims": self.position_dims,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "query_network": (None if self.query_network is None else
+                              keras.saving.serialize_keras_object(self.query_network)),
         })
         return config

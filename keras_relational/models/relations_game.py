@@ -46,8 +46,8 @@ IMAGE_SHAPE = (36, 36, 3)  # Shanahan et al. 2020, Sec. 4
 PIXEL_SCALE = 1.0 / 256.0  # reference notebook: uint8 pixels / 256
 BIAS_INIT = initializers.BIAS_INIT  # reference notebook: every bias starts at 0.1
 # Names of the model's stages, used by the transfer protocol.
-INPUT_CNN, ENTITIES, CENTRAL, OUTPUT_HIDDEN, OUTPUT_LOGITS = (
-    "input_cnn", "entities", "central", "output_hidden", "output_logits")
+INPUT_CNN, ENTITIES, CENTRAL, WITH_TASK, OUTPUT_HIDDEN, OUTPUT_LOGITS = (
+    "input_cnn", "entities", "central", "with_task", "output_hidden", "output_logits")
 OUTPUT_LAYERS = (OUTPUT_HIDDEN, OUTPUT_LOGITS)
 
 
@@ -107,7 +107,7 @@ def build_model(central="predinet", num_classes=2, num_tasks=NUM_TASKS, image_sh
         name=INPUT_CNN)(scaled)
     entities = SpatialEntities(coordinate_mode="unit", name=ENTITIES)(features)
     propositions = make_central(central, **(central_kwargs or {}))(entities)
-    joined = keras.layers.Concatenate(name="with_task")([propositions, task])
+    joined = keras.layers.Concatenate(name=WITH_TASK)([propositions, task])
     hidden = keras.layers.Dense(hidden_units, activation="relu",
                                 kernel_initializer=kernel_initializer(),
                                 bias_initializer=bias_initializer(), name=OUTPUT_HIDDEN)(joined)
@@ -120,6 +120,26 @@ def build_model(central="predinet", num_classes=2, num_tasks=NUM_TASKS, image_sh
 def entity_model(model):
     """A model sharing ``model``'s layers that maps its inputs to the entities ``[B, N, m]``."""
     return keras.Model(model.input["image"], model.get_layer(ENTITIES).output)
+
+
+def central_model(model):
+    """A model sharing ``model``'s layers that maps its image input to the central output
+    ``[B, D]`` (the propositions ``R*`` for PrediNet; the task id joins only after it)."""
+    return keras.Model(model.input["image"], model.get_layer(CENTRAL).output)
+
+
+def readout_model(model):
+    """A model sharing ``model``'s output MLP: ``{"central": [B, D], "task": [B, T]}`` -> logits.
+
+    With :func:`central_model` it splits ``model`` at the central module, so the central output
+    can be edited in between (head ablation, Shanahan et al. 2020, Fig. 6c).
+    """
+    propositions = keras.Input(shape=model.get_layer(CENTRAL).output.shape[1:], name="central")
+    task = keras.Input(shape=model.input["task"].shape[1:], name="task")
+    joined = model.get_layer(WITH_TASK)([propositions, task])
+    hidden = model.get_layer(OUTPUT_HIDDEN)(joined)
+    logits = model.get_layer(OUTPUT_LOGITS)(hidden)
+    return keras.Model({"central": propositions, "task": task}, logits)
 
 
 def reinitialize(layers, seed=None):

@@ -119,12 +119,18 @@ def test_binary_runs(tmp_path):
     root = str(tmp_path / "binary")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("KERAS_BACKEND", None)
+    # --data_file / --eval_file: files in DeepMind's released layout (relations_game.save_npz).
+    data_file, eval_file = str(tmp_path / "between_pentos.npz"), str(tmp_path / "between_x.npz")
+    relations_game.save_npz(data_file, relations_game.generate("between", "pentominoes", 20))
+    relations_game.save_npz(eval_file, relations_game.generate("between", "stripes", 10))
     result = subprocess.run(
         [sys.executable, "-m", "keras_relational.experiments.train_relations_game",
          f"--root_dir={root}", "--central=mha", "--task=between", "--num_batches=2",
          "--eval_interval=2", "--batch_size=5", "--num_train_examples=20",
-         "--num_eval_examples=10", "--num_heads=2"],
+         "--num_eval_examples=10", "--num_heads=2", f"--data_file={data_file}",
+         f"--eval_file={eval_file}"],
         cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "final held-out accuracy" in result.stdout
+    assert "'between_x'" in result.stdout
     assert os.path.exists(os.path.join(root, "saved_model", "saved_model.pb"))

@@ -280,3 +280,38 @@ def test_layer_contract(tmp_path):
     run_layer_contract(
         lambda: keras_relational.PrediNet(num_heads=2, key_dim=3, num_relations=4),
         entities, tmp_path)
+
+
+def _query_cnn():
+    return keras.Sequential([keras.Input((N, M)), keras.layers.Reshape((5, 5, M)),
+                             keras.layers.Conv2D(3, 3, strides=2, activation="relu"),
+                             keras.layers.Flatten()])
+
+
+def test_query_network_replaces_the_flattened_input(tmp_path):
+    # Shanahan et al. 2020, S11: the Atari agent computes the queries with a CNN.
+    entities = make_entities(4)
+    layer = make_layer(entities, query_network=_query_cnn())
+    assert tuple(layer.query_kernel_1.shape) == (2 * 2 * 3, H * G)
+    out, a1, a2 = run(layer, entities)
+    queries = np.asarray(layer.query_network(entities), np.float64)  # [B, 12]
+    wk, wq1, wq2, ws = weights(layer)
+    keys = np.einsum("bnm,mg->bng", entities.astype(np.float64), wk)
+    expected_a1 = softmax(np.einsum("bhg,bng->bhn", (queries @ wq1).reshape(B, H, G), keys))
+    np.testing.assert_allclose(a1, expected_a1, atol=1e-5)
+    e1 = np.einsum("bhn,bnm->bhm", a1, entities)
+    e2 = np.einsum("bhn,bnm->bhm", a2, entities)
+    np.testing.assert_allclose(out.reshape(B, H, -1)[..., :J], e1 @ ws - e2 @ ws, atol=1e-4)
+    # The query network is part of the config and of the saved model.
+    clone = keras_relational.PrediNet.from_config(layer.get_config())
+    assert isinstance(clone.query_network, keras.Sequential)
+    model = keras.Sequential([keras.Input((N, M)), layer])
+    path = str(tmp_path / "predinet_query_cnn.keras")
+    model.save(path)
+    np.testing.assert_allclose(np.asarray(keras.saving.load_model(path)(entities)), out,
+                               atol=1e-6)
+    with pytest.raises(ValueError, match=r"`query_network` to be None or a Keras layer, "
+                                         r"received query_network='flatten'"):
+        keras_relational.PrediNet(query_network="flatten")
+    with pytest.raises(ValueError, match=r"`query_network` to map `inputs` to a vector"):
+        keras_relational.PrediNet(query_network=keras.layers.Dense(3)).build((None, N, M))
