@@ -5,7 +5,8 @@ with uniformly random actions drawn before the timer starts; RGB observations an
 included. "steps/s" counts level-steps: a batched step of N levels counts N. For each number of
 levels N, in one run on the same machine:
 
-* `BatchedBoxWorld` (NumPy, host), after 120 untimed steps (the episodes de-synchronise);
+* `BatchedBoxWorld` (NumPy, host), after 121 untimed steps (past the first wave of truncations
+  and restarts: the episodes de-synchronise);
 * `TensorBoxWorld.step` compiled once (`jax.jit`, `tf.function(jit_compile=True)`), called once
   per step ("one call per step");
 * K = `--loop-steps` steps in one compiled call (`keras.ops.fori_loop` over `step`; every
@@ -34,7 +35,9 @@ import time
 import numpy as np
 import results_io  # benchmarks/results_io.py, beside this script
 
-WARMUP_STEPS = 120  # one step limit: the NumPy levels' episodes de-synchronise
+# One step limit and the restart after it: the NumPy levels' episodes de-synchronise, and the
+# timed steps come after the wave of truncations that ends the episodes nobody finished.
+WARMUP_STEPS = 121
 MAX_BANK = 4096
 
 
