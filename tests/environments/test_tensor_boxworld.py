@@ -1,8 +1,8 @@
 """TensorBoxWorld: lockstep with BatchedBoxWorld (TensorFlow here, JAX in a fresh process),
 determinism, laziness and the errors of bad input.
 
-The lockstep tests compare 116,480 env-steps in all: 71,040 here under TensorFlow, 29,440 in
-test_tensor_bridge_boxworld.py, 16,000 under JAX (both variants) in `test_lockstep_under_jax`.
+The lockstep tests compare 112,000 env-steps in all: 71,040 here under TensorFlow, 29,440 in
+test_tensor_bridge_boxworld.py, 11,520 under JAX (both variants) in `test_lockstep_under_jax`.
 """
 
 import os
@@ -41,8 +41,8 @@ def test_lockstep_under_jax():
                PYTHONPATH=_TESTS + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("TF_USE_LEGACY_KERAS", None)
     result = subprocess.run(
-        [sys.executable, os.path.join(_TESTS, "tensor_lockstep.py"), "boxworld 64 150",
-         "bridge 64 100"], env=env, capture_output=True, text=True, timeout=300)
+        [sys.executable, os.path.join(_TESTS, "tensor_lockstep.py"), "boxworld 64 130",
+         "bridge 32 100"], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("'solved'") == 2, result.stdout
 
