@@ -29,6 +29,7 @@ from keras_relational import environments, validation
 AGENTS = ("relational", "simplicial", "baseline")
 ALGORITHMS = ("vtrace", "ppo")
 OPTIMIZERS = ("rmsprop", "adam")
+ENV_BACKENDS = ("numpy", "tensor")
 # env_name -> the environment's config dataclass.
 ENVIRONMENT_CONFIGS = {"original": environments.BoxWorldConfig,
                        "bridge": environments.BridgeConfig}
@@ -96,6 +97,9 @@ class TrainConfig:
     # Zambaldi et al. 2019, App. B; Clift et al. 2020, App. E, Table 1: 32 trajectories of 40.
     num_envs: int = _field(32, "Environments stepped together (trajectories per batch).")
     unroll_length: int = _field(40, "Steps per trajectory.")
+    env_backend: str = _field("numpy", "Collect environments: 'numpy' (BatchedBoxWorld, "
+                              "stepped on the host) or 'tensor' (TensorBoxWorld inside the "
+                              "TensorFlow graph, XLA-compiled; in-process actor only).")
     # Zambaldi et al. 2019, App. B (tuned in [1e-5, 2e-4]); Clift et al. 2020, Table 1: 2e-4.
     learning_rate: float = _field(2e-4, "Learning rate.")
     discount: float = _field(0.99, "Discount gamma.")  # Zambaldi et al. 2019, App. B
@@ -151,6 +155,10 @@ class TrainConfig:
             raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received "
                              f"{self.algorithm!r}.")
         validation.check_choice("TrainConfig", "agent", self.agent, AGENTS)
+        validation.check_choice("TrainConfig", "env_backend", self.env_backend, ENV_BACKENDS)
+        if self.num_ray_actors and self.env_backend != "numpy":
+            raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="
+                             f"{self.num_ray_actors}), received {self.env_backend!r}.")
         if self.num_ray_actors and self.algorithm != "vtrace":
             raise ValueError(f"`num_ray_actors` > 0 needs algorithm='vtrace' (V-trace corrects "
                              f"the actors' policy lag; PPO is on-policy), received "
