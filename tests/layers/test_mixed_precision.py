@@ -1,7 +1,8 @@
 """The layer contract's mixed-precision part for every layer (tests/mixed_precision_cases.py):
 under mixed_float16 and mixed_bfloat16, finite outputs and gradients on zero, collinear,
 orthogonal and masked inputs, and outputs within layer_contract.MIXED_PRECISION_TOLERANCE of
-float32 - on this process's backend per layer, and on JAX for all layers in one fresh process."""
+float32 - on this process's backend per layer, and on JAX in one fresh process for the layers
+with 16-bit code paths of their own (mixed_precision_cases.JAX_CASES)."""
 
 import json
 
@@ -9,9 +10,10 @@ import keras
 import numpy as np
 import pytest
 from layer_contract import run_fresh_process
-from mixed_precision_cases import case_names, check_case
+from mixed_precision_cases import JAX_CASES, case_names, check_case
 
 import keras_relational
+import keras_relational.layers
 
 
 @pytest.mark.parametrize("name", case_names())
@@ -32,7 +34,7 @@ def test_every_layer_has_a_mixed_precision_case():
 def test_mixed_precision_on_jax_in_a_fresh_process():
     if keras.backend.backend() == "jax":
         pytest.skip("this process already runs the JAX backend (test_mixed_precision)")
-    result = run_fresh_process(["tests/mixed_precision_cases.py"], backend="jax")
+    result = run_fresh_process(["tests/mixed_precision_cases.py", *JAX_CASES], backend="jax")
     failures = json.loads(result.stdout.strip().splitlines()[-1])
     assert not failures, "\n".join(failures)
 
