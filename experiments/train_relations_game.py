@@ -18,6 +18,7 @@ same ``root_dir`` resumes.
 
 from absl import app, flags
 
+from keras_relational import validation
 from keras_relational.environments import relations_game
 from keras_relational.experiments import console, distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
@@ -38,6 +39,8 @@ flags.DEFINE_integer("eval_interval", 500, "Batches between held-out evaluations
 flags.DEFINE_float("early_stopping_accuracy", None, "Stop a stage at this held-out accuracy.")
 flags.DEFINE_integer("num_heads", None, "PrediNet/MHA heads (default 32).")
 flags.DEFINE_integer("seed", 0, "Seed for data and weights.")
+flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
+                  "Keras dtype policy of the model (mixed_float16: with loss scaling).")
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
@@ -63,6 +66,7 @@ def main(argv):
         central_kwargs=central_kwargs or None,
         seed=FLAGS.seed,
         distribution_strategy=FLAGS.distribution_strategy,
+        dtype_policy=FLAGS.dtype_policy,
     )
     print(results)
 
