@@ -25,6 +25,7 @@ import numpy as np
 from keras_relational import validation
 from keras_relational.environments import babi
 from keras_relational.experiments import babi_serving, distribution_lib
+from keras_relational.models import precision
 from keras_relational.models.tpr_rnn import tpr_rnn
 
 
@@ -187,6 +188,7 @@ def train_eval(
     export=True,
     verbose=2,
     distribution_strategy="default",
+    dtype_policy="float32",
 ):
     """Trains and evaluates a TPR-RNN on bAbI; returns ``{"test_error": {task: %}, ...}``.
 
@@ -219,8 +221,11 @@ def train_eval(
         distribution_strategy: ``"default"``, ``"mirrored"`` or ``"multi_worker"``
             (``distribution_lib.STRATEGIES``): the model, optimizer and ``compile`` are created
             under its ``scope()``.
+        dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
+            by ``compile``); recorded in ``results.json``.
     """
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
+    validation.check_dtype_policy("train_eval", dtype_policy)
     strategy = distribution_lib.get_strategy(distribution_strategy)
     tasks = tuple(int(t) for t in tasks)
     if operations is not None:
@@ -250,7 +255,7 @@ def train_eval(
     print(f"tasks {tasks}: {len(train['answer'])} train / {len(valid['answer'])} valid "
           f"examples, V={len(vocabulary)}, S={dims[0]}, W={dims[1]}")
 
-    with strategy.scope():
+    with strategy.scope(), precision.dtype_policy_scope(dtype_policy):
         model = tpr_rnn(len(vocabulary), dims[0], dims[1], entity_dim=entity_dim,
                         relation_dim=relation_dim, hidden_dim=hidden_dim, use_move=use_move,
                         use_backlink=use_backlink, mask_pad_words=mask_pad_words,
@@ -306,6 +311,8 @@ def train_eval(
         "steps": steps,
         "use_move": use_move,
         "use_backlink": use_backlink,
+
+        "dtype_policy": dtype_policy,
     }
     table = error_table(test_error)
     if systematic:

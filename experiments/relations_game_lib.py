@@ -32,8 +32,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_relational import validation
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib
+from keras_relational.models import precision
 from keras_relational.models import relations_game as models
 
 HELD_OUT_SETS = ("hexominoes", "stripes")
@@ -174,7 +176,7 @@ def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
 def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size, optimizer,
                 learning_rate, eval_interval, seed, stage_name, early_stopping_accuracy=None,
                 num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0,
-                time_limit_s=None):
+                time_limit_s=None, dtype_policy="float32"):
     """Trains ``model`` (already frozen / re-initialised as the stage requires) in ``stage_dir``.
 
     Returns ``{"<object set>": final held-out accuracy, ..., "num_batches": batches trained,
@@ -216,6 +218,8 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     results["num_batches"] = int(epochs_done * min(eval_interval, num_batches))
     results["num_eval_examples"] = {name: int(len(d["labels"])) for name, d in eval_data.items()}
     results["stopped_by_time_limit"] = monitor.stopped_by_time_limit
+
+    results["dtype_policy"] = dtype_policy
     model.save_weights(final_weights)
     model.save(os.path.join(stage_dir, "model.keras"))
     if export:
@@ -266,6 +270,8 @@ def train_eval(
     data_file=None,
     eval_files=None,
     time_limit_s=None,
+
+    dtype_policy="float32",
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
 
@@ -305,10 +311,14 @@ def train_eval(
             after this many seconds; the run counts as finished (``"stopped_by_time_limit"``
             and the batches actually trained are in its results).
 
+        dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
+            by ``compile``); recorded in every ``results.json``.
+
     Returns:
         Single task: ``{"hexominoes": accuracy, "stripes": accuracy, "num_batches": n, ...}``.
         Protocol: ``{stage name: that dict}`` for the 4 stages.
     """
+    validation.check_dtype_policy("train_eval", dtype_policy)
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     strategy = distribution_lib.get_strategy(distribution_strategy)
     for name in (task, curriculum_task) if curriculum_task else (task,):
@@ -325,7 +335,7 @@ def train_eval(
                   eval_interval=eval_interval, early_stopping_accuracy=early_stopping_accuracy,
                   num_monitor_examples=num_monitor_examples,
                   steps_per_execution=steps_per_execution, export=export, verbose=verbose,
-                  time_limit_s=time_limit_s)
+                  time_limit_s=time_limit_s, dtype_policy=dtype_policy)
 
     def data_for(name, offset, train_file=None, eval_paths=None):
         if train_file:
@@ -340,8 +350,9 @@ def train_eval(
         return train, evals
 
     def new_model():
-        return models.build_model(central, num_classes=num_classes,
-                                  central_kwargs=central_kwargs)
+        with precision.dtype_policy_scope(dtype_policy):
+            return models.build_model(central, num_classes=num_classes,
+                                      central_kwargs=central_kwargs)
 
     target_train, target_eval = data_for(task, 0, data_file, eval_files)
     with strategy.scope():

@@ -23,6 +23,7 @@ Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
 
 from absl import app, flags
 
+from keras_relational import validation
 from keras_relational.environments import babi
 from keras_relational.experiments import babi_lib, console, distribution_lib
 
@@ -58,6 +59,8 @@ flags.DEFINE_integer("patience", 30, "Early stopping patience in epochs (validat
 flags.DEFINE_float("target_val_accuracy", None, "Stop once validation accuracy reaches this.")
 flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes.")
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
+flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
+                  "Keras dtype policy of the model (mixed_float16: with loss scaling).")
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
@@ -99,6 +102,7 @@ def main(argv):
         max_minutes=FLAGS.max_minutes,
         seed=FLAGS.seed,
         distribution_strategy=FLAGS.distribution_strategy,
+        dtype_policy=FLAGS.dtype_policy,
     )
 
 

@@ -21,6 +21,7 @@ same ``root_dir`` resumes.
 
 from absl import app, flags
 
+from keras_relational import validation
 from keras_relational.environments import relations_game
 from keras_relational.experiments import console, distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
@@ -45,6 +46,9 @@ flags.DEFINE_string("data_file", None, "Train on this .npz file in DeepMind's re
                     "(keys images, labels, tasks) instead of generated pentominoes.")
 flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separated, DeepMind's "
                   "layout) instead of generated hexominoes and stripes.")
+
+flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
+                  "Keras dtype policy of the model (mixed_float16: with loss scaling).")
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
@@ -72,6 +76,8 @@ def main(argv):
         distribution_strategy=FLAGS.distribution_strategy,
         data_file=FLAGS.data_file,
         eval_files=FLAGS.eval_file,
+
+        dtype_policy=FLAGS.dtype_policy,
     )
     print(results)
 

@@ -79,6 +79,15 @@ def check_choice(owner, argument, value, choices):
         )
 
 
+# The Keras dtype policies the training binaries and train_eval functions accept (--dtype_policy).
+DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def check_dtype_policy(owner, value, argument="dtype_policy"):
+    """Raises a ValueError unless ``value`` is one of :data:`DTYPE_POLICIES`."""
+    check_choice(owner, argument, value, DTYPE_POLICIES)
+
+
 # The attention options of keras_relational.MultiHeadDotProductAttention, checked here once for
 # every layer that forwards them (relational block and module, 2-simplicial Transformer block).
 QKV_NORMS = ("joint", "separate", "none")

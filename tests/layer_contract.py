@@ -11,6 +11,11 @@
    reloaded with ``tf.saved_model.load`` gives the same outputs as TF, and the ``.keras`` file
    loaded under JAX gives the same forward pass (atol 1e-5).
 
+The mixed-precision part (``check_mixed_precision``, run for every layer by
+``tests/layers/test_mixed_precision.py`` over the cases of ``tests/mixed_precision_cases.py``):
+under ``mixed_float16`` and ``mixed_bfloat16``, finite outputs and gradients on degenerate inputs,
+and outputs within ``MIXED_PRECISION_TOLERANCE`` of float32.
+
 The individual checks are public too, for layers that need a custom model around them.
 """
 
@@ -107,6 +112,139 @@ def check_jit_fit_step(model, input_data, seed=0):
     changed = sum(not np.array_equal(b, a) for b, a in zip(before, after, strict=True))
     assert model.trainable_weights, "model has no trainable weights"
     assert changed > 0, "no weight changed after one jit_compile fit step"
+
+
+# float16's largest finite value. A gradient whose float32 value is beyond it overflows in float16
+# whatever the layer does (e.g. a LayerNorm of an all-zero row has gain 1/sqrt(epsilon) = 1000
+# with epsilon 1e-6, and two of them chained give 1e6): float16 gradients are checked finite only
+# where the float32 ones are within range; training skips such a step under loss scaling.
+_FLOAT16_MAX = 65504.0
+
+# How far a 16-bit policy's outputs may be from float32 (same weights, same inputs), as a fraction
+# of max(1, max |float32 output|). The unit roundoff is 2^-11 = 4.9e-4 for float16 (10 stored
+# mantissa bits) and 2^-8 = 3.9e-3 for bfloat16 (7); every layer chains a few matmuls whose inputs
+# and outputs are rounded (the logits, softmax, norms and solves stay float32), and an error of
+# a few units of roundoff per matmul, growing with the square root of the contraction length,
+# stays about 10 roundoffs at the contract's sizes: 1e-2 and 5e-2 leave that margin.
+MIXED_PRECISION_TOLERANCE = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}
+
+
+def _symbolic(x):
+    dtype = keras.backend.standardize_dtype(np.asarray(x).dtype)
+    return keras.KerasTensor(np.shape(x), dtype=dtype)
+
+
+def _outputs_and_gradients(layers, values, args, call_kwargs, seed):
+    """For each layer: its outputs (and added losses) in float32, and the gradients of
+    ``sum(output * cotangent)`` (fixed random cotangents) with respect to the float inputs and
+    the trainable weights: ``[(outputs, input_grads, weight_grads), ...]``.
+
+    ``layer.stateless_call`` with the same weight ``values`` for every layer, so the same code
+    runs on TensorFlow (eagerly) and JAX (all layers in one compiled function: op-by-op JAX
+    takes minutes for the whole contract on a CPU).
+    """
+    trainable, non_trainable = values
+    flat_args = keras.tree.flatten(args)
+    float_at = [i for i, x in enumerate(flat_args) if np.asarray(x).dtype.kind == "f"]
+
+    def forward(layer, trainable_values, float_inputs):
+        flat = list(flat_args)
+        for i, x in zip(float_at, float_inputs, strict=True):
+            flat[i] = keras.ops.cast(x, layer.compute_dtype)  # as Layer.__call__ would
+        call_args = keras.tree.pack_sequence_as(args, flat)
+        outputs, _, losses = layer.stateless_call(trainable_values, non_trainable, *call_args,
+                                                  return_losses=True, **call_kwargs)
+        outputs = [keras.ops.cast(o, "float32") for o in keras.tree.flatten(outputs) + losses]
+        rng = np.random.RandomState(seed)  # shapes are static: the same cotangents every layer
+        loss = sum(keras.ops.sum(o * rng.normal(size=tuple(o.shape)).astype("float32"))
+                   for o in outputs)
+        return loss, outputs
+
+    float_inputs = [keras.ops.convert_to_tensor(flat_args[i]) for i in float_at]
+    trainable = [keras.ops.convert_to_tensor(v) for v in trainable]
+    backend = keras.backend.backend()
+    results = []
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        for layer in layers:
+            with tf.GradientTape() as tape:
+                tape.watch(trainable + float_inputs)
+                loss, outputs = forward(layer, trainable, float_inputs)
+            weight_grads, input_grads = tape.gradient(loss, [trainable, float_inputs])
+            results.append((outputs, input_grads, weight_grads))
+    elif backend == "jax":
+        import jax
+
+        def all_layers(trainable_values, inputs):
+            grad = jax.value_and_grad(
+                lambda t, x, layer: forward(layer, t, x), argnums=(0, 1), has_aux=True)
+            return [grad(trainable_values, inputs, layer) for layer in layers]
+
+        for (_, outputs), (weight_grads, input_grads) in jax.jit(all_layers)(trainable,
+                                                                             float_inputs):
+            results.append((outputs, input_grads, weight_grads))
+    else:
+        raise NotImplementedError(f"mixed-precision check on backend {backend!r}")
+    to_numpy = keras.ops.convert_to_numpy
+    return [tuple([to_numpy(x) for x in part] for part in result) for result in results]
+
+
+def check_mixed_precision(make_layer, args, call_kwargs=None, policies=None, seed=0,
+                          compare=True):
+    """The layer from ``make_layer(dtype=policy)`` under each 16-bit ``policy``, with the weights
+    of the float32 layer ``make_layer(dtype="float32")``, called on ``args`` (a tuple of
+    positional arguments): its outputs (and added losses) and their gradients with respect to
+    the float inputs and every trainable weight are finite, and the outputs are within
+    ``MIXED_PRECISION_TOLERANCE[policy]`` of float32. Under float16 the gradients are checked
+    only where the float32 ones fit in float16's range (see ``_FLOAT16_MAX``). ``compare=False``
+    checks finiteness only, for inputs on which the float32 output is itself ill-conditioned.
+
+    Returns a list of failure messages (empty when the layer passes), so one process can check
+    many layers and report them all.
+    """
+    call_kwargs = call_kwargs or {}
+    policies = policies or tuple(MIXED_PRECISION_TOLERANCE)
+    layers = []
+    for policy in ("float32", *policies):
+        layer = make_layer(dtype=policy)
+        # A symbolic call builds the layer without running it (no op-by-op compiles on JAX).
+        layer(*keras.tree.map_structure(_symbolic, args),
+              **keras.tree.map_structure(_symbolic, call_kwargs))
+        layers.append(layer)
+    reference = layers[0]
+    values = ([v.value for v in reference.trainable_variables],
+              [v.value for v in reference.non_trainable_variables])
+    for policy, layer in zip(policies, layers[1:], strict=True):
+        if len(layer.trainable_variables) != len(values[0]):
+            return [f"{policy}: {len(layer.trainable_variables)} trainable weights, float32 "
+                    f"has {len(values[0])}"]
+    (expected, expected_input_grads, expected_grads), *results = _outputs_and_gradients(
+        layers, values, args, call_kwargs, seed)
+    float16_in_range = max(float(np.max(np.abs(g), initial=0.0))
+                           for g in expected_input_grads + expected_grads) < _FLOAT16_MAX
+    failures = []
+    for policy, layer, (outputs, input_grads, grads) in zip(policies, layers[1:], results,
+                                                            strict=True):
+        names = ([f"output {i}" for i in range(len(outputs))]
+                 + [f"d/d input {i}" for i in range(len(input_grads))]
+                 + [f"d/d {v.path}" for v in layer.trainable_variables])
+        checked = outputs
+        if policy != "mixed_float16" or float16_in_range:
+            checked = outputs + input_grads + grads
+        for name, value in zip(names, checked, strict=False):
+            if not np.all(np.isfinite(value)):
+                failures.append(f"{policy}: {name} not finite "
+                                f"({np.size(value) - np.isfinite(value).sum()} of "
+                                f"{np.size(value)} entries)")
+        tolerance = MIXED_PRECISION_TOLERANCE[policy]
+        for i, (e, a) in enumerate(zip(expected, outputs if compare else [], strict=False)):
+            scale = max(1.0, float(np.max(np.abs(e), initial=0.0)))
+            error = float(np.max(np.abs(a - e), initial=0.0))
+            if not error <= tolerance * scale:
+                failures.append(f"{policy}: output {i} differs from float32 by {error:.3g} "
+                                f"> {tolerance} * {scale:.3g}")
+    return failures
 
 
 def run_fresh_process(args, backend):

@@ -10,9 +10,35 @@ def clone_initializer(initializer):
     return initializer.__class__.from_config(initializer.get_config())
 
 
+_HALF_FLOATS = ("float16", "bfloat16")
+
+
+def is_half(dtype):
+    """Whether ``dtype`` (a string, or any backend's dtype object) is float16 or bfloat16.
+
+    ``keras.backend.standardize_dtype``, not ``str``: a TensorFlow dtype prints as
+    ``<dtype: 'float16'>``.
+    """
+    return keras.backend.standardize_dtype(dtype) in _HALF_FLOATS
+
+
+def at_least_float32(x):
+    """``x`` cast to float32 when it is 16-bit, else unchanged (logits, softmax, norms)."""
+    return ops.cast(x, "float32") if is_half(x.dtype) else x
+
+
+def softmax(logits, axis=-1):
+    """Softmax computed in at least float32, returned in the dtype of ``logits``.
+
+    In float16 the exponentials' sum overflows and small weights underflow; bfloat16 keeps
+    only 8 bits of the weights' mantissa while they are summed.
+    """
+    return ops.cast(ops.softmax(at_least_float32(logits), axis=axis), logits.dtype)
+
+
 def large_negative(dtype):
     """A finite logit that vanishes under softmax in ``dtype`` (float16 cannot hold -1e9)."""
-    return -3.0e4 if str(dtype) in ("float16", "bfloat16") else -1.0e9
+    return -3.0e4 if is_half(dtype) else -1.0e9
 
 
 def entity_mask_to_attention_mask(mask, attention_mask):
@@ -34,7 +60,7 @@ def entity_mask_to_attention_mask(mask, attention_mask):
 
 def lowest_value(dtype):
     """The most negative finite value of a float ``dtype`` (identity of max-pooling)."""
-    return -65504.0 if str(dtype) == "float16" else -3.38e38
+    return -65504.0 if keras.backend.standardize_dtype(dtype) == "float16" else -3.38e38
 
 
 def output_spec(shapes, dtype):

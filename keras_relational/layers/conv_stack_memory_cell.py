@@ -10,6 +10,7 @@ import keras
 from keras import ops
 
 from keras_relational import validation
+from keras_relational.layers import _utils
 
 WRITE_MODES = ("gated", "embedding_on_push")
 PUSH, STAY, POP = 0, 1, 2  # tap order of the filter F[..., k] (authors' code: up, stay, down)
@@ -178,7 +179,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
         bias = ops.concatenate(self._biases, axis=0)
         z = ops.matmul(g, kernel) + bias
         n = self.units
-        filters = ops.softmax(ops.reshape(z[:, :3 * n], (-1, n, 3)), axis=-1)
+        filters = _utils.softmax(ops.reshape(z[:, :3 * n], (-1, n, 3)), axis=-1)
         if self.straight_through:  # value: exactly one-hot; gradient: the softmax's
             hard = ops.one_hot(ops.argmax(filters, axis=-1), 3, dtype=filters.dtype)
             filters = hard + (filters - ops.stop_gradient(filters))

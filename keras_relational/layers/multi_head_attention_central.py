@@ -78,7 +78,10 @@ class MultiHeadAttentionCentral(CentralModule):
         keys = self._split_heads(inputs, self.key_kernel, self.key_dim)
         queries = self._split_heads(inputs, self.query_kernel, self.key_dim)
         values = self._split_heads(inputs, self.value_kernel, self.value_dim)
-        attention = ops.softmax(ops.einsum("bqhg,bkhg->bhqk", queries, keys), axis=-1)
+        # Logits and softmax in float32 under a 16-bit policy (float16 overflows past 65504).
+        logits = ops.einsum("bqhg,bkhg->bhqk", _utils.at_least_float32(queries),
+                            _utils.at_least_float32(keys))
+        attention = ops.cast(ops.softmax(logits, axis=-1), values.dtype)
         attended = ops.einsum("bhqk,bkhv->bhqv", attention, values)
         combined = ops.einsum("bhnv,hn->bhv", attended, self.combine_kernel)
         outputs = ops.reshape(combined, (-1, self.num_heads * self.value_dim))

@@ -7,8 +7,6 @@ from keras import ops
 from keras_relational import validation
 from keras_relational.layers import _utils
 
-_HALF_FLOATS = ("float16", "bfloat16")
-
 
 def layer_norm(x, norm, gain_scale=None):
     """``norm`` (a built ``keras.layers.LayerNormalization`` over the last axis) applied to ``x``.
@@ -23,7 +21,7 @@ def layer_norm(x, norm, gain_scale=None):
     attention uses it to fold its logit scale into the queries' LayerNorm.
     """
     dtype = x.dtype
-    compute_dtype = "float32" if str(dtype) in _HALF_FLOATS else dtype
+    compute_dtype = "float32" if _utils.is_half(dtype) else dtype
     gamma, beta = ops.cast(norm.gamma, compute_dtype), ops.cast(norm.beta, compute_dtype)
     if gain_scale is not None:
         gain_scale = ops.cast(gain_scale, compute_dtype)
@@ -249,10 +247,14 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         """
         # Heads-first batched matmuls: on CPU about 30% faster than the equivalent einsums
         # (benchmarks/relational_speed.py), same result.
+        # Under a 16-bit policy the logits and the softmax are float32: a float16 logit
+        # overflows past 65504, and a masked logit must stay finite (a fully masked row then
+        # gets uniform weights, not NaN).
+        q, k = _utils.at_least_float32(q), _utils.at_least_float32(k)
         logits = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
         if allowed is not None:
             logits = ops.where(allowed, logits, _utils.large_negative(logits.dtype))
-        weights = ops.softmax(logits, axis=-1)
+        weights = ops.cast(ops.softmax(logits, axis=-1), v.dtype)
         return ops.matmul(weights, v), weights
 
     def _check_masks(self, entities, mask, attention_mask):

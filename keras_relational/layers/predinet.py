@@ -150,8 +150,11 @@ class PrediNet(keras.layers.Layer):
     def _attend(self, flat, keys, query_kernel):
         """One attention mask per head, ``[B, H, N]``."""
         queries = ops.reshape(ops.matmul(flat, query_kernel), (-1, self.num_heads, self.key_dim))
-        logits = ops.einsum("bhg,bng->bhn", queries, keys)  # unscaled (reference notebook)
-        return ops.softmax(logits, axis=-1)
+        # Unscaled (reference notebook); float32 under a 16-bit policy (a float16 logit
+        # overflows past 65504), the weights back in the compute dtype.
+        logits = ops.einsum("bhg,bng->bhn", _utils.at_least_float32(queries),
+                            _utils.at_least_float32(keys))
+        return ops.cast(ops.softmax(logits, axis=-1), keys.dtype)
 
     def call(self, inputs, return_attention_scores=False):
         keys = ops.einsum("bnm,mg->bng", inputs, self.key_kernel)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relational import validation
+from keras_relational.layers import _utils
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
@@ -55,6 +56,8 @@ class ShiftEntropyPenalty(keras.layers.Layer):
 
     def call(self, h, filters, tokens):
         taps = ops.reshape(filters, (ops.shape(filters)[0], ops.shape(filters)[1], -1, 3))
+        # In float32 under a 16-bit policy: the 1e-12 floor underflows to 0 in float16.
+        taps = _utils.at_least_float32(taps)
         entropy = -ops.sum(taps * ops.log(ops.maximum(taps, 1e-12)), axis=-1)  # [B, T, N]
         valid = ops.cast(ops.not_equal(tokens, self.padding_id), entropy.dtype)[..., None]
         count = ops.maximum(ops.sum(valid) * ops.cast(ops.shape(entropy)[-1], entropy.dtype),

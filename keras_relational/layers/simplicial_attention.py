@@ -212,8 +212,7 @@ class SimplicialAttention(keras.layers.Layer):
     def _pair_weights(self, p, l1, l2, key_mask):
         """Joint softmax over pairs of the triple-product logits: ``[B, H, I, J, K]``."""
         dtype = p.dtype
-        if str(dtype) in ("float16", "bfloat16"):
-            p, l1, l2 = (ops.cast(x, "float32") for x in (p, l1, l2))
+        p, l1, l2 = (_utils.at_least_float32(x) for x in (p, l1, l2))
         logits = triple_product_logits(p, l1, l2, self.sqrt_epsilon)
         if self.logit_scale != 1.0:
             logits = logits * ops.cast(self.logit_scale, logits.dtype)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_relational import validation
+from keras_relational.layers import _utils
 from keras_relational.layers.dense_stack import dense_stack
 from keras_relational.layers.tpr_memory_cell import TPRMemoryCell
 
@@ -160,9 +161,10 @@ class TPRMemory(keras.layers.Layer):
             name="ln_bias", shape=(self.inference_steps,), initializer="zeros"
         )
         if self.implementation == "dense":
+            memory_dtype = "float32" if _utils.is_half(self.compute_dtype) else self.dtype_policy
             self.cell = TPRMemoryCell(e, r, self.use_move, self.use_backlink, name="cell",
-                                      dtype=self.dtype_policy)
-            self.rnn = keras.layers.RNN(self.cell, name="rnn", dtype=self.dtype_policy)
+                                      dtype=memory_dtype)
+            self.rnn = keras.layers.RNN(self.cell, name="rnn", dtype=memory_dtype)
             self.rnn.build((None, sentences_shape[1], self.cell.input_dim))
         super().build(input_shape)
 
@@ -173,7 +175,8 @@ class TPRMemory(keras.layers.Layer):
         mean = ops.mean(x, axis=-1, keepdims=True)
         variance = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
         normalised = (x - mean) / ops.sqrt(variance + self.layer_norm_epsilon)
-        return self.ln_gain[step] * normalised + self.ln_bias[step]
+        gain, bias = (ops.cast(v[step], x.dtype) for v in (self.ln_gain, self.ln_bias))
+        return gain * normalised + bias
 
     def _terms(self, parts):
         """The key pairs ``(a, b)`` of the enabled operations (write, move, backlink), in order."""
@@ -220,6 +223,8 @@ class TPRMemory(keras.layers.Layer):
         live = ops.reshape(ops.repeat(live[:, :, None], k, axis=2), (batch, n_terms, 1))
         # (I - live * mix @ reads) c = live * free, unit lower triangular: forward substitution.
         system = ops.eye(n_terms, dtype=gram.dtype)[None] - live * coupling
+        # Never 16-bit (call() casts to float32): TensorFlow's MatrixTriangularSolve has no
+        # float16 or bfloat16 kernel.
         c = ops.solve_triangular(system, live * free, lower=True)
         return a, b, c
 
@@ -236,7 +241,10 @@ class TPRMemory(keras.layers.Layer):
             mask = mask[0]
         if mask is not None:
             mask = ops.cast(mask, "bool")
-        parts = {n: self._mlp(n, sentences) for n in self.update_names}
+        # The memory is bound, solved and read in float32 under a 16-bit policy: it is a sum of
+        # outer products whose targets cancel (e2 - w_hat), read through chained layer norms
+        # that amplify relative rounding error; the MLPs (most of the FLOPs) stay 16-bit.
+        parts = {n: _utils.at_least_float32(self._mlp(n, sentences)) for n in self.update_names}
         e, r = self.entity_dim, self.relation_dim
         if self.implementation == "dense":
             steps = ops.concatenate([parts[n] for n in self.update_names], axis=-1)
@@ -244,7 +252,7 @@ class TPRMemory(keras.layers.Layer):
             memory = ops.reshape(flat, (-1, e, r, e))
         else:
             memory = self._factored_targets(parts, mask)
-        cues = {n: self._mlp(n, question) for n in self.inference_names}
+        cues = {n: _utils.at_least_float32(self._mlp(n, question)) for n in self.inference_names}
         entity = cues["n"]
         reads = []
         for step in range(self.inference_steps):
@@ -254,6 +262,7 @@ class TPRMemory(keras.layers.Layer):
         output = reads[0]
         for read in reads[1:]:
             output = output + read
+        output = ops.cast(output, self.compute_dtype)
         if not return_internals:
             return output
         internals = dict(parts)

@@ -199,3 +199,17 @@ def test_write_only_model_on_the_systematic_split(tmp_path):
         assert "| New name | Tasks in training |" in f.read()
     with open(os.path.join(root, "results.json")) as f:
         assert set(json.load(f)["systematic"]) == set(babi.NEW_NAMES)
+
+@pytest.mark.slow
+def test_train_eval_under_mixed_bfloat16_records_the_policy(tmp_path):
+    root = str(tmp_path / "mixed")
+    results = babi_lib.train_eval(root, tasks=(1,), num_train=32, num_valid=16, num_test=16,
+                                  entity_dim=4, relation_dim=3, hidden_dim=8, batch_size=32,
+                                  epochs=1, jit_compile=False, export=False, verbose=0,
+                                  dtype_policy="mixed_bfloat16")
+    assert results["model"].dtype_policy.name == "mixed_bfloat16"
+    with open(os.path.join(root, "results.json")) as f:
+        assert json.load(f)["dtype_policy"] == "mixed_bfloat16"
+    assert 0.0 <= results["test_error"][1] <= 100.0
+    with pytest.raises(ValueError, match=r"`dtype_policy`.*'bfloat16'"):
+        babi_lib.train_eval(str(tmp_path / "bad"), dtype_policy="bfloat16")

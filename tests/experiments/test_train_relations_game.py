@@ -134,3 +134,19 @@ def test_binary_runs(tmp_path):
     assert "final held-out accuracy" in result.stdout
     assert "'between_x'" in result.stdout
     assert os.path.exists(os.path.join(root, "saved_model", "saved_model.pb"))
+
+
+@pytest.mark.slow
+def test_train_eval_under_mixed_float16_records_the_policy(tmp_path):
+    root = str(tmp_path / "mixed")
+    results = lib.train_eval(root, central="predinet", task="same",
+                             **dict(TINY, export=False, num_batches=2, eval_interval=2,
+                                    dtype_policy="mixed_float16"))
+    assert results["dtype_policy"] == "mixed_float16"
+    assert json.load(open(os.path.join(root, "results.json")))["dtype_policy"] == "mixed_float16"
+    assert 0.0 <= results["hexominoes"] <= 1.0
+    import keras
+
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
+    with pytest.raises(ValueError, match=r"`dtype_policy`.*'float16'"):
+        lib.train_eval(str(tmp_path / "bad"), dtype_policy="float16")
