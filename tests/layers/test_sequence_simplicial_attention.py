@@ -261,3 +261,37 @@ def test_layer_contract(tmp_path):
     run_layer_contract(
         lambda: make_layer(num_key_value_heads=2, query_chunk_size=3, window=(4, 2),
                            output_dim=5), sequence(11), tmp_path)
+
+
+_MEMORY_SCRIPT = """
+import jax, jax.numpy as jnp, numpy as np, keras_relational
+
+def temp_bytes(length, chunk):
+    layer = keras_relational.SequenceSimplicialAttention(
+        num_heads=2, key_dim=8, num_key_value_heads=1, window=(8, 8), query_chunk_size=chunk)
+    x = jnp.zeros((1, length, 16))
+    layer(x[:, :16])
+    weights = [v.value for v in layer.trainable_variables]
+    def forward(w, x):
+        return layer.stateless_call(w, [], x)[0]
+    def step(w, x):
+        return jax.grad(lambda w, x: jnp.sum(forward(w, x) ** 2), argnums=(0, 1))(w, x)
+    return [jax.jit(f).lower(weights, x).compile().memory_analysis().temp_size_in_bytes
+            for f in (forward, step)]
+
+small, large = temp_bytes(512, 64), temp_bytes(2048, 64)
+assert large[0] < 5 * small[0] and large[1] < 5 * small[1], (small, large)  # 4x N: linear
+assert max(large) < 2048 * 2048 * 4, large  # less than one float32 [N, N] matrix
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_peak_memory_is_linear_in_sequence_length_under_jax(tmp_path):
+    """XLA's planned temporaries (JAX), forward and forward + backward, grow at most linearly
+    with N at a fixed window and chunk, and stay below one [N, N] matrix."""
+    from layer_contract import run_fresh_process
+
+    script = tmp_path / "memory.py"
+    script.write_text(_MEMORY_SCRIPT)
+    run_fresh_process([str(script)], backend="jax")
