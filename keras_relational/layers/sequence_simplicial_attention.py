@@ -52,7 +52,9 @@ class SequenceSimplicialAttention(keras.layers.Layer):
     Cost: ``O(N w1 w2 (key_dim + value_dim))`` time per head and memory linear in N: the
     windows are gathered (``[B, C, w, ...]``) for chunks of ``C = query_chunk_size`` queries at a
     time, looped over with ``keras.ops.map`` (a ``lax.map`` / ``tf.map_fn`` loop, one chunk
-    live at a time in the forward pass); no ``[N, N, N]`` or ``[N, N]`` tensor is ever formed.
+    live at a time in the forward pass; the backward pass keeps each chunk's pair weights,
+    ``O(N H w1 w2)``). With a window no tensor grows faster than N; ``window=None`` forms
+    ``[C, N, N]`` logits per chunk, never ``[N, N, N]``.
     A window longer than the sequence is cut to it (exactly the same outputs). Under a 16-bit
     dtype policy the logits and the softmax are computed in float32.
 
