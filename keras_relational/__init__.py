@@ -31,6 +31,7 @@ _LAYERS = {
     "RelationNetCentral": "relation_net_central",
     "RelationalBlock": "relational_block",
     "RelationalModule": "relational_module",
+    "SequenceSimplicialAttention": "sequence_simplicial_attention",
     "ShiftEntropyPenalty": "shift_entropy_penalty",
     "SimplicialAttention": "simplicial_attention",
     "SimplicialTransformerBlock": "simplicial_transformer_block",

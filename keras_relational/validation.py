@@ -180,3 +180,25 @@ def check_one_of(argument, value, choices):
         expected = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
         raise invalid_value(argument, expected, value)
     return value
+
+
+def check_window(owner, window):
+    """Raises a ValueError unless ``window`` is None or a pair ``(w1, w2)`` of positive ints."""
+    ok = window is None or (
+        isinstance(window, (list, tuple)) and len(window) == 2
+        and all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in window))
+    if not ok:
+        raise ValueError(
+            f"{owner} expects `window` to be None or a pair (w1, w2) of positive integers, "
+            f"received window={window!r}."
+        )
+
+
+def check_divides(owner, argument, value, multiple_argument, multiple):
+    """Raises a ValueError unless the positive int ``value`` divides ``multiple``."""
+    check_positive_int(owner, argument, value)
+    if multiple % value:
+        raise ValueError(
+            f"{owner} expects `{argument}` to divide {multiple_argument}={multiple}, "
+            f"received {argument}={value!r}."
+        )

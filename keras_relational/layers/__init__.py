@@ -11,6 +11,7 @@ from keras_relational.layers.predinet import PrediNet
 from keras_relational.layers.relation_net_central import RelationNetCentral
 from keras_relational.layers.relational_block import RelationalBlock
 from keras_relational.layers.relational_module import RelationalModule
+from keras_relational.layers.sequence_simplicial_attention import SequenceSimplicialAttention
 from keras_relational.layers.shift_entropy_penalty import ShiftEntropyPenalty
 from keras_relational.layers.simplicial_attention import SimplicialAttention
 from keras_relational.layers.simplicial_transformer_block import SimplicialTransformerBlock
@@ -31,6 +32,7 @@ __all__ = [
     "RelationNetCentral",
     "RelationalBlock",
     "RelationalModule",
+    "SequenceSimplicialAttention",
     "ShiftEntropyPenalty",
     "SimplicialAttention",
     "SimplicialTransformerBlock",
