@@ -116,7 +116,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
     for folder in sorted(set(_package_dirs().values())):
         shutil.copytree(os.path.join(_REPO_ROOT, folder), source / folder, ignore=ignore)
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(os.path.join(_REPO_ROOT, name), source / name)
     wheels = tmp_path / "wheels"
     built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
@@ -126,6 +126,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
 
     # Every package folder of the source tree is in the wheel (setup.cfg lists packages by hand).
     names = set(zipfile.ZipFile(wheel).namelist())
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE")
+               for n in names), "the wheel does not ship LICENSE (setup.cfg license_files)"
     for package, folder in _package_dirs().items():
         for root, _, files in os.walk(source / folder):
             if "__init__.py" in files:
