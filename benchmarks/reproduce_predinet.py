@@ -110,21 +110,22 @@ def main(argv):
     del argv
     if not FLAGS.table_only:
         from keras_relational.experiments import relations_game_lib
+        from keras_relational.progress_bar import progress_lines
 
-        for task in FLAGS.tasks:
-            for central in FLAGS.centrals:
-                directory = run_dir(FLAGS.root_dir, task, central, FLAGS.num_batches, FLAGS.seed)
-                meta_path = os.path.join(directory, "meta.json")
-                start = time.time()
-                relations_game_lib.train_eval(
-                    directory, central=central, task=task, num_batches=FLAGS.num_batches,
-                    num_train_examples=FLAGS.num_train_examples,
-                    num_eval_examples=FLAGS.num_eval_examples,
-                    eval_interval=FLAGS.eval_interval, seed=FLAGS.seed, export=False)
-                if not os.path.exists(meta_path):
-                    with open(meta_path, "w") as f:
-                        json.dump({"task": task, "central": central,
-                                   "minutes": (time.time() - start) / 60.0}, f)
+        cells = [(task, central) for task in FLAGS.tasks for central in FLAGS.centrals]
+        for task, central in progress_lines(cells, len(cells), describe="/".join):
+            directory = run_dir(FLAGS.root_dir, task, central, FLAGS.num_batches, FLAGS.seed)
+            meta_path = os.path.join(directory, "meta.json")
+            start = time.time()
+            relations_game_lib.train_eval(
+                directory, central=central, task=task, num_batches=FLAGS.num_batches,
+                num_train_examples=FLAGS.num_train_examples,
+                num_eval_examples=FLAGS.num_eval_examples,
+                eval_interval=FLAGS.eval_interval, seed=FLAGS.seed, export=False)
+            if not os.path.exists(meta_path):
+                with open(meta_path, "w") as f:
+                    json.dump({"task": task, "central": central,
+                               "minutes": (time.time() - start) / 60.0}, f)
     text = (f"Relations Game, Table 1 subset. Ours: 1 seed, SGD lr 0.01, batch 10, "
             f"{FLAGS.num_train_examples:,} generated pentomino training images, accuracy on "
             f"{FLAGS.num_eval_examples:,} generated held-out images per set; 'train min' is the "
