@@ -16,7 +16,6 @@ import numpy as np
 
 INSTALL_HINT = 'pip install "keras-relational[plots]"  (matplotlib)'
 _EVENT_PREFIX = "events.out.tfevents"
-_COLLECT_TAGS = ("Metrics/SolveRate", "Metrics/AverageReturn")
 
 
 def read_scalars(root_dir):
@@ -79,22 +78,26 @@ def _save(figure, path):
 
 
 def _boxworld_curves(runs, root_dir):
-    """``{"frames": ..., "seconds": ..., "solve_rate": ..., "return": ..., "eval": [...]}``."""
+    """``{"frames", "seconds", "solve_rate", "returns", "eval"}`` of a Box-World run, or None.
+
+    The collect metrics give the training curves (no points before the first finished
+    episode); every ``<name>/solve_rate`` of ``eval/`` is an evaluation, placed at the frames
+    of its step. Without collect metrics: ``result.json``'s history, if any.
+    """
     collect = runs.get("collect", {})
-    if all(tag in collect for tag in _COLLECT_TAGS):
-        steps, rates, wall = collect["Metrics/SolveRate"]
-        _, returns, _ = collect["Metrics/AverageReturn"]
-        env_steps, frames_at, _ = collect.get("Metrics/EnvironmentSteps", (steps, steps, wall))
-        frames = np.interp(steps, env_steps, frames_at)
+    if "Metrics/EnvironmentSteps" in collect:
+        env_steps, frames_at, env_wall = collect["Metrics/EnvironmentSteps"]
         start = min(w.min() for _, _, w in collect.values())
-        curves = dict(frames=frames, seconds=wall - start, solve_rate=rates, returns=returns)
-        evaluations = []
-        for tag, (eval_steps, values, eval_wall) in sorted(runs.get("eval", {}).items()):
-            if tag.endswith("/solve_rate"):
-                evaluations.append((tag.rsplit("/", 1)[0], np.interp(eval_steps, env_steps,
-                                                                     frames_at),
-                                    eval_wall - start, values))
-        curves["eval"] = evaluations
+        empty = (np.zeros(0), np.zeros(0), np.zeros(0))
+        steps, rates, wall = collect.get("Metrics/SolveRate", empty)
+        _, returns, _ = collect.get("Metrics/AverageReturn", empty)
+        curves = dict(frames=np.interp(steps, env_steps, frames_at), seconds=wall - start,
+                      solve_rate=rates, returns=returns)
+        curves["eval"] = [
+            (tag.rsplit("/", 1)[0], np.interp(eval_steps, env_steps, frames_at),
+             eval_wall - start, values)
+            for tag, (eval_steps, values, eval_wall) in sorted(runs.get("eval", {}).items())
+            if tag.endswith("/solve_rate")]
         return curves
     result_file = os.path.join(root_dir, "result.json")
     if os.path.exists(result_file):
