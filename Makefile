@@ -31,7 +31,7 @@ $(STAMP): setup.cfg pyproject.toml
 DEMO_FLAGS ?= $(shell cat benchmarks/demo_flags.txt)
 
 demo: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m keras_relational.experiments.train_boxworld --root_dir=$(DEMO_DIR) \
+	$(BIN)/python -m keras_relational.experiments.train_boxworld --root_dir=$(DEMO_DIR) \
 		$(DEMO_FLAGS)
 
 # The docs build strictly (mkdocs.yml, site in build/site): a broken link, a missing results

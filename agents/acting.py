@@ -46,8 +46,10 @@ class ActorCriticPolicy(tf_policy.TFPolicy):
         info_spec = {"logits": tf.TensorSpec([num_actions], tf.float32)}
         self._network = network
         self._seed = seed
-        self._logits_fn = tf.function(self._logits, jit_compile=True) if jit_compile \
-            else self._logits
+        # autograph off: no tensor-dependent control flow, and converting TF-Agents'
+        # Network.__call__ raises a SyntaxWarning (its `state is not ()`).
+        self._logits_fn = tf.function(self._logits, jit_compile=True, autograph=False) \
+            if jit_compile else self._logits
         super().__init__(time_step_spec, action_spec, policy_state_spec=(), info_spec=info_spec,
                          clip=False, name=name)
 
@@ -77,17 +79,19 @@ def acting_policy(time_step_spec, action_spec, network, jit_compile=False, seed=
     return py_tf_eager_policy.PyTFEagerPolicy(policy, use_tf_function=True)
 
 
-def in_process_actor(env, policy, train_step, unrolls, summary_dir, summary_interval):
+def in_process_actor(env, policy, train_step, unrolls, summary_dir, summary_interval,
+                     metrics=None):
     """TF-Agents' ``Actor`` stepping ``env`` with ``policy`` (a TF policy) into ``unrolls``.
 
     Each ``run()`` steps ``B * T`` environment steps; the :class:`UnrollQueue` observer cuts
-    them into unrolls. TF-Agents' actor metrics (returns, episode lengths, environment steps)
-    go to ``summary_dir``.
+    them into unrolls. ``summary_dir`` (None: none) gets the summaries of the actor's
+    ``metrics`` (default: none; ``train_eval`` writes the collect metrics itself, from the
+    episodes of either kind of actor, see :mod:`keras_relational.agents.progress`).
     """
     py_policy = py_tf_eager_policy.PyTFEagerPolicy(policy, use_tf_function=True)
     return actor.Actor(env, py_policy, train_step,
                        steps_per_run=unrolls.batch_size * unrolls.unroll_length,
-                       observers=[unrolls], summary_dir=summary_dir,
+                       observers=[unrolls], metrics=metrics, summary_dir=summary_dir,
                        summary_interval=summary_interval)
 
 

@@ -43,8 +43,9 @@ class EvalSummaries:
     """Writes and prints the results of evaluations (TensorBoard under ``summary_dir``).
 
     Calling it with ``(step, name, episodes)`` writes ``name/solve_rate``,
-    ``name/average_return`` and ``name/solve_rate_puzzle_<a_b_c>`` per bridge puzzle type,
-    prints one line, and returns the solve rate.
+    ``name/average_return``, ``name/average_episode_length`` and
+    ``name/solve_rate_puzzle_<a_b_c>`` per bridge puzzle type (flushed at once), prints one
+    line, and returns the solve rate.
     """
 
     def __init__(self, summary_dir, print_fn=print):
@@ -61,9 +62,12 @@ class EvalSummaries:
             tf.summary.scalar(f"{name}/solve_rate", rate)
             tf.summary.scalar(f"{name}/average_return",
                               np.mean([e.episode_return for e in episodes]))
+            tf.summary.scalar(f"{name}/average_episode_length",
+                              np.mean([e.length for e in episodes]))
             for puzzle_type, group in sorted(by_type.items()):
                 label = "_".join(str(v) for v in puzzle_type)
                 tf.summary.scalar(f"{name}/solve_rate_puzzle_{label}", solve_rate(group))
+        self._writer.flush()
         per_type = "".join(f", {t}: {100 * solve_rate(g):.0f}% of {len(g)}"
                            for t, g in sorted(by_type.items()))
         self._print(f"{name} @ step {step}: solved {100 * rate:.1f}% of {len(episodes)} "

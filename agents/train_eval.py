@@ -36,6 +36,7 @@ from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.networks import agent_model_fn
 from keras_relational.agents.progress import Progress
 from keras_relational.agents.unroll_queue import UnrollQueue
+from keras_relational.progress_bar import ProgressBar
 
 
 def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
@@ -69,7 +70,9 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             ``"bridge"`` (Clift et al. 2020) and the level parameters of training and evaluation
             (e.g. ``dict(goal_length=(1, 2))``), the same as ``environment=`` /
             ``eval_environment=`` an environment config.
-        print_fn: receives the progress and evaluation lines.
+        print_fn: receives the progress and evaluation lines. With the default (``print``) a
+            live progress bar (updates, frames, frames/s, ETA) is drawn below them when standard
+            output is a terminal.
 
     Returns:
         A dict with the final train step, frames, frames/s, solve rates, export paths,
@@ -98,6 +101,12 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                                    train_step)
     unrolls = UnrollQueue(tf_agent.collect_data_spec, config.num_envs, config.unroll_length)
     agent_learner = learning.make_learner(root_dir, config, tf_agent, unrolls, train_step)
+    start_step = int(train_step.numpy())  # restored by the Learner when resuming
+    bar = None
+    if print_fn is print:  # lines go above the bar (drawn on a terminal only)
+        bar = ProgressBar(config.num_iterations, "updates", start=start_step)
+        print_fn = bar.print
+    # Collect metrics (Progress) and the Ray fleet's policy lag; TF-Agents' Actor writes none.
     collect_summary_dir = os.path.join(root_dir, "collect")
     if config.num_ray_actors:  # IMPALA-style: remote actors feed `unrolls`, one unroll per run()
         from keras_relational.agents import ray_actors
@@ -120,11 +129,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                                               jit_compile=True)
         make_actor = (tensor_environment.in_graph_actor if config.env_backend == "tensor"
                       else acting.in_process_actor)
-        collect_actor = make_actor(collect_env, policy, train_step, unrolls, collect_summary_dir,
+        collect_actor = make_actor(collect_env, policy, train_step, unrolls, None,
                                    config.log_interval)
         finished_episodes, policy_lag_fn = collect_env.finished_episodes, None
 
-    start_step = int(train_step.numpy())
     if start_step:
         print_fn(f"Resuming from {root_dir}: train step {start_step}")
     print_fn(f"Training {config.agent} agent ({network.keras_model.count_params():,} "
@@ -139,8 +147,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         return report(int(train_step.numpy()), name, episodes)
 
     progress = _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
-                      finished_episodes, os.path.join(root_dir, "collect_extra"), print_fn,
-                      policy_lag_fn, run_eval)
+                      finished_episodes, collect_summary_dir, print_fn, policy_lag_fn,
+                      run_eval, bar)
 
     step = int(train_step.numpy())
     learning.save_checkpoint(root_dir, tf_agent, train_step)  # the final state, any interval
@@ -180,10 +188,10 @@ def _collect_environment(config):
 
 
 def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
-           finished_episodes, summary_dir, print_fn, policy_lag_fn, run_eval):
+           finished_episodes, summary_dir, print_fn, policy_lag_fn, run_eval, bar=None):
     """The actor-learner loop: act, train on every queued unroll, report, evaluate."""
     progress = Progress(config, start_step, finished_episodes, summary_dir, print_fn,
-                        policy_lag_fn)
+                        policy_lag_fn, bar=bar)
     # Evaluations at the multiples of eval_interval (0: none during training).
     first = start_step - start_step % max(config.eval_interval, 1)
     evaluate = interval_trigger.IntervalTrigger(config.eval_interval, run_eval, start=first)
@@ -199,6 +207,8 @@ def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step
             progress.record(step, tock - tick, time.perf_counter() - tock, loss)
             evaluate(step)
     finally:
+        if bar is not None:
+            bar.close()
         unrolls.close()
         if config.num_ray_actors:
             collect_actor.close()

@@ -82,8 +82,11 @@ class VTraceAgent(tf_agent.TFAgent):
         policy = greedy_policy.GreedyPolicy(collect_policy)
         super().__init__(time_step_spec, action_spec, policy, collect_policy,
                          train_sequence_length=None, train_step_counter=train_step_counter)
+        # No tensor-dependent Python control flow here: autograph would only re-compile the
+        # source of what it calls (TF-Agents' Network.__call__, whose `state is not ()` then
+        # raises a SyntaxWarning).
         self._loss_and_gradients = tf.function(self._loss_and_gradients_impl,
-                                               jit_compile=jit_compile)
+                                               jit_compile=jit_compile, autograph=False)
 
     @property
     def network(self):

@@ -29,6 +29,8 @@ import time
 
 from absl import app, flags
 
+from keras_relational.progress_bar import ProgressBar, format_duration
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 FLAGS_FILE = os.path.join(HERE, "demo_flags.txt")
@@ -83,7 +85,7 @@ def _platform_info():
                 python=platform.python_version(), tensorflow=tensorflow)
 
 
-def run_seed(seed, root_dir, overrides=()):
+def run_seed(seed, root_dir, overrides=(), print_fn=print):
     """Trains one seed in a fresh ``root_dir``; returns its row of the results."""
     shutil.rmtree(root_dir, ignore_errors=True)
     os.makedirs(root_dir)
@@ -98,7 +100,7 @@ def run_seed(seed, root_dir, overrides=()):
             text=True) as process:
         for line in process.stdout:
             log.write(line)
-            print(f"[seed {seed}] {line}", end="", flush=True)
+            print_fn(f"[seed {seed}] {line.rstrip()}")
     wall_seconds = time.perf_counter() - started
     if process.returncode:
         with open(log_path) as f:
@@ -173,9 +175,15 @@ def main(argv):
                   goal=dict(eval_solve_rate=GOAL_SOLVE_RATE, wall_seconds=GOAL_WALL_SECONDS),
                   device=f"{os.cpu_count()}-core CPU", platform=_platform_info(), runs=[])
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
-    for seed in seeds:
+    # One bar over the seeds (on a terminal; the trainings' own lines scroll above it).
+    bar = ProgressBar(len(seeds), "seeds")
+    for done, seed in enumerate(seeds):
+        bar.update(done, f"seed {seed} training", force=True)
         report["runs"].append(run_seed(seed, os.path.join(FLAGS.root_dir, f"seed{seed}"),
-                                       overrides))
+                                       overrides, print_fn=bar.print))
+        bar.update(done + 1, f"seed {seed} done", force=True)
+        bar.print(f"seed {seed} done ({done + 1}/{len(seeds)}) | ETA "
+                  f"{format_duration(bar.eta())}")
         report["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         report["complete"] = len(report["runs"]) == len(seeds)
         report["goal_met"] = report["complete"] and all(
@@ -183,6 +191,7 @@ def main(argv):
             for r in report["runs"])
         write_atomically(FLAGS.output + ".json", json.dumps(report, indent=1) + "\n")
         write_atomically(FLAGS.output + ".md", _markdown(report))
+    bar.close()
     print(_markdown(report))
 
 

@@ -54,6 +54,7 @@ from keras_relational.experiments import (
     rule_learning_lib,
     symmetry_lib,
 )
+from keras_relational.progress_bar import progress_lines
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/reproduce_mitchell_bowers", "Where runs are written.")
@@ -154,7 +155,8 @@ def table1(root_dir, seeds):
         runs = [rule_learning_lib.rule_learning_train_eval(
             os.path.join(root_dir, "table1", key, f"seed_{s}"), model=model, seed=s,
             tensorboard=FLAGS.artifacts, export=FLAGS.artifacts and s == 0, **kwargs)
-            for s in range(seeds)]
+            for s in progress_lines(range(seeds), seeds,
+                                    describe=lambda s, key=key: f"{key} seed {s}")]
         raw[key] = runs
         test = [r["test_accuracy"] for r in runs]
         train = [r["train_accuracy"] for r in runs]
@@ -221,9 +223,11 @@ def table2(root_dir, protocol, seeds, write_mode, jobs=1, first_seed=0,
     if jobs > 1:  # runs are independent: each worker process takes the next one
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            done = dict(pool.map(_table2_run, runs))
+            done = dict(progress_lines(pool.map(_table2_run, runs), len(runs),
+                                       describe=lambda item: "/".join(map(str, item[0][:3]))))
     else:
-        done = dict(map(_table2_run, runs))
+        done = dict(progress_lines(map(_table2_run, runs), len(runs),
+                                   describe=lambda item: "/".join(map(str, item[0][:3]))))
     results = {(condition, model): [done[(condition, model, first_seed + s)]
                                     for s in range(seeds)]
                for condition in ("standard", "nesting") for model in models}

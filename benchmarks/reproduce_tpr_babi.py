@@ -20,6 +20,7 @@ import results_io  # benchmarks/results_io.py, beside this script
 from absl import app, flags
 
 from keras_relational.experiments import babi_lib
+from keras_relational.progress_bar import progress_lines
 
 # Schlag & Schmidhuber 2018, Table 2 (single-task, test error %, 5 runs).
 PAPER_BEST = {1: "0.0", 2: "0.0", 3: "1.2", 4: "0.0", 5: "0.5", 6: "0.0", 7: "0.5", 8: "0.1",
@@ -48,7 +49,8 @@ flags.DEFINE_string("output", None, "Also write the table to this markdown file 
 def main(argv):
     del argv
     rows = []
-    for task in (int(t) for t in FLAGS.tasks):
+    tasks = [int(t) for t in FLAGS.tasks]
+    for task in progress_lines(tasks, len(tasks), describe=lambda t: f"task {t}"):
         results = babi_lib.train_eval(
             os.path.join(FLAGS.root_dir, f"task{task}"), tasks=(task,), data_dir=FLAGS.data_dir,
             num_train=FLAGS.num_train, max_minutes=FLAGS.max_minutes,

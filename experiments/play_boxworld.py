@@ -8,6 +8,12 @@ prints each episode's return and whether it was solved; ``--gif`` writes the fir
         --episodes=10 --gif=/tmp/episode.gif
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags, logging
 
 from keras_relational import environments
@@ -65,8 +71,6 @@ def main(argv):
 
 def run():
     """The ``play_boxworld`` console script (the same help and flags as ``python -m``)."""
-    from keras_relational.experiments import console
-
     console.adopt_main_help(__name__)
     app.run(main)
 

@@ -12,12 +12,18 @@ Writes ``root_dir/model.keras`` (the trained model; a repeated run reloads it), 
 ``root_dir/saved_model`` (``model.export``).
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 import os
 
 import numpy as np
 from absl import app, flags, logging
 
-from keras_relational.experiments import console, distribution_lib
+from keras_relational.experiments import distribution_lib
 
 _PALETTE = np.array(
     [[230, 25, 75], [60, 180, 75], [0, 130, 200], [245, 130, 48], [145, 30, 180],

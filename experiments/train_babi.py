@@ -21,11 +21,17 @@ Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
 (``checkpoints/``), the SavedModel (``saved_model/``), ``results.md`` and ``results.json``.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags
 
 from keras_relational import validation
 from keras_relational.environments import babi
-from keras_relational.experiments import babi_lib, console, distribution_lib
+from keras_relational.experiments import babi_lib, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")

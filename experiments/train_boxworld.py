@@ -21,6 +21,12 @@ The training flags and their defaults are the fields of
 ``keras_relational.environments.BoxWorldConfig``.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 import dataclasses
 import types
 import typing
@@ -109,8 +115,6 @@ def main(argv):
 
 def run():
     """The ``train_boxworld`` console script (the same help and flags as ``python -m``)."""
-    from keras_relational.experiments import console
-
     console.adopt_main_help(__name__)
     app.run(main)
 

@@ -9,9 +9,15 @@ for the convolutional model, 10 seeds). Each run writes ``ROOT/CONDITION/MODEL/s
 medians of the string-level accuracies and the Mann-Whitney U p-values between the models.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags
 
-from keras_relational.experiments import console, distribution_lib, palindromes_lib
+from keras_relational.experiments import distribution_lib, palindromes_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)

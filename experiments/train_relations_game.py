@@ -19,11 +19,17 @@ Outputs under ``root_dir`` (one sub-directory per stage for the protocol): Tenso
 same ``root_dir`` resumes.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags
 
 from keras_relational import validation
 from keras_relational.environments import relations_game
-from keras_relational.experiments import console, distribution_lib, relations_game_lib
+from keras_relational.experiments import distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
 
 FLAGS = flags.FLAGS

@@ -8,9 +8,15 @@ Each run writes ``ROOT/MODEL/seed_S/`` (TensorBoard, ``model.keras``, SavedModel
 unseen-syllable items.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags
 
-from keras_relational.experiments import console, distribution_lib, rule_learning_lib
+from keras_relational.experiments import distribution_lib, rule_learning_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)

@@ -22,7 +22,8 @@ import pytest
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BINARIES = ("train_boxworld", "play_boxworld", "train_babi", "answer_babi",
              "train_relations_game", "predict_relations", "analyse_relations_game",
-             "train_palindromes", "train_rule_learning", "same_colour_demo", "train_char_lm")
+             "train_palindromes", "train_rule_learning", "same_colour_demo", "train_char_lm",
+             "plot_results", "plot_attention")
 
 
 def _setup_cfg():
@@ -98,10 +99,11 @@ def _stack_site_packages():
     return folders
 
 
-def _run(command, cwd, **kwargs):
+def _run(command, cwd, env_update=None, **kwargs):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     for name in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "KERAS_BACKEND"):
         env.pop(name, None)
+    env.update(env_update or {})
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=240, **kwargs)
 
@@ -117,7 +119,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
     for folder in sorted(set(_package_dirs().values())):
         shutil.copytree(os.path.join(_REPO_ROOT, folder), source / folder, ignore=ignore)
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(os.path.join(_REPO_ROOT, name), source / name)
     wheels = tmp_path / "wheels"
     built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
@@ -127,6 +129,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
 
     # Every package folder of the source tree is in the wheel (setup.cfg lists packages by hand).
     names = set(zipfile.ZipFile(wheel).namelist())
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE")
+               for n in names), "the wheel does not ship LICENSE (setup.cfg license_files)"
     for package, folder in _package_dirs().items():
         for root, _, files in os.walk(source / folder):
             if "__init__.py" in files:
@@ -169,3 +173,69 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     assert _flag_lines(script_help.stdout) == _flag_lines(module_help.stdout)
     for name in _BINARIES:
         assert (venv / "bin" / name).exists(), name
+    _check_documented_install_paths(wheel, python, outside)
+
+
+# What each install path of the README promises, run in the wheel's venv. The venv sees the
+# whole pinned stack (it is offline: nothing is downloaded), so the environments-only path
+# blocks Keras and TensorFlow to prove it needs neither.
+_BLOCK_HEAVY = """
+import sys
+class _Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("keras", "tensorflow", "tf_keras", "jax", "torch"):
+            raise ImportError(f"{name} is not installed (envs-only install)")
+sys.meta_path.insert(0, _Blocked())
+"""
+_ENVS_ONLY = _BLOCK_HEAVY + """
+import os, sys, numpy as np
+from keras_relational import environments
+env = environments.BoxWorld(goal_length=1, num_distractors=0, room_size=6, seed=0)
+frames = environments.record_episode(env, lambda timestep: np.random.randint(4), max_steps=5)
+environments.save_episode(frames, os.path.join(sys.argv[1], "episode.gif"))
+bridge = environments.BridgeBoxWorld(seed=0)
+assert bridge.reset().observation.shape == (7, 10, 3)
+print("envs-only ok", len(frames))
+"""
+_LAYERS = """
+import keras, numpy as np, keras_relational
+entities = keras_relational.SpatialEntities()(np.zeros((1, 4, 4, 3), "float32"))
+outputs = keras_relational.RelationalModule(num_blocks=1, key_dim=4)(entities)
+print(keras.backend.backend(), tuple(outputs.shape))
+"""
+
+
+def _metadata(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return archive.read(name).decode()
+
+
+def _check_documented_install_paths(wheel, python, outside):
+    """Each install line of the README (an extra, a backend) as far as it runs offline."""
+    metadata = _metadata(wheel)
+    for extra in ("tensorflow", "jax", "envs", "rl", "distributed", "plots"):
+        assert f"Provides-Extra: {extra}" in metadata, extra
+    assert 'Requires-Dist: matplotlib; extra == "plots"' in metadata
+    # [envs]: NumPy, dm_env and Pillow only; Keras, TensorFlow, JAX and torch cannot be imported.
+    envs_only = _run([str(python), "-c", _ENVS_ONLY, str(outside)], cwd=outside)
+    assert envs_only.returncode == 0, envs_only.stderr[-3000:]
+    assert "envs-only ok" in envs_only.stdout and (outside / "episode.gif").exists()
+    # The layers on TensorFlow (Keras' default backend) and on JAX (KERAS_BACKEND=jax).
+    for backend in ("tensorflow", "jax"):
+        layers = _run([str(python), "-c", _LAYERS], cwd=outside,
+                      env_update={"KERAS_BACKEND": backend})
+        assert layers.returncode == 0, layers.stderr[-3000:]
+        assert layers.stdout.split()[0] == backend and "(1, 16, 5)" in layers.stdout
+    # PyTorch is documented for the layers; it runs only where torch is installed.
+    if importlib.util.find_spec("torch") is not None:
+        layers = _run([str(python), "-c", _LAYERS], cwd=outside, env_update={
+            "KERAS_BACKEND": "torch"})
+        assert layers.returncode == 0 and layers.stdout.startswith("torch"), layers.stderr
+    # [rl] (with tf-agents --no-deps) and [plots]: the RL library imports, the plotting console
+    # script answers.
+    rl = _run([str(python), "-c", "import keras_relational.agents.train_eval as t; "
+               "print(t.train_eval.__name__)"], cwd=outside)
+    assert rl.returncode == 0 and "train_eval" in rl.stdout, rl.stderr[-3000:]
+    plots = _run([str(python.parent / "plot_results"), "--help"], cwd=outside)
+    assert plots.returncode == 1 and "plot_results ROOT_DIR" in plots.stdout, plots.stderr

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 import ray
+import tensorboard_tags
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import policy_step, trajectory
@@ -110,6 +111,11 @@ def test_two_ray_actors_train_end_to_end_and_survive_a_killed_actor(tmp_path, lo
     assert all(lag >= 0 for _, lag in lags) and lags[1][1] >= 1, lags
     progress = [line for line in lines if line.startswith("step ")]
     assert len(progress) == num_iterations and all("policy lag" in p for p in progress), lines
+    # The collect metrics TF-Agents users expect, from the Ray actors' episodes too.
+    collect = tensorboard_tags.scalar_tags(os.path.join(root, "collect"))
+    assert set(tensorboard_tags.COLLECT_TAGS) <= set(collect), sorted(collect)
+    steps = [v for _, v in collect["Metrics/EnvironmentSteps"]]
+    assert steps == [_NUM_ENVS * _UNROLL * (i + 1) for i in range(num_iterations)], steps
     # The weights changed: the policy checkpoint of the first step vs the one of the last, which
     # is also what the exported SavedModel holds.
     policies = os.path.join(root, "policies")

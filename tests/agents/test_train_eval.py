@@ -1,6 +1,7 @@
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import textwrap
 import time
 
 import pytest
+import tensorboard_tags
 
 from keras_relational.agents.train_eval import train_eval
 
@@ -59,6 +61,23 @@ def test_smoke_trains_exports_and_plays(tmp_path):
         assert exported == trained, f"{policy} was exported without the trained weights"
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == 2
+    # TensorBoard: the collect metrics of the in-process actor, evaluations and presets.
+    collect = tensorboard_tags.scalar_tags(os.path.join(root, "collect"))
+    assert set(tensorboard_tags.COLLECT_TAGS) <= set(collect), sorted(collect)
+    assert [step for step, _ in collect["Metrics/EnvironmentSteps"]] == [1, 2]
+    assert [v for _, v in collect["Metrics/EnvironmentSteps"]] == [20, 40]  # 4 envs x 5 steps
+    evaluations = tensorboard_tags.scalar_tags(os.path.join(root, "eval"))
+    for name in ("eval", "test_length_6"):
+        for metric in ("solve_rate", "average_return", "average_episode_length"):
+            assert f"{name}/{metric}" in evaluations, sorted(evaluations)
+    # The learning curves and the attention of the trained agent, drawn from the run.
+    from keras_relational.experiments import plots_lib
+
+    curves = plots_lib.plot_learning_curves(root)
+    assert curves == os.path.join(root, "learning_curves.png") and _is_png(curves)
+    drawn = plots_lib.plot_agent_attention(reloaded, str(tmp_path / "attention.png"),
+                                                steps=2, goal_length=(1,), num_distractors=(0,))
+    assert _is_png(drawn)
     # The exported policy plays in a fresh process with no training code.
     code = textwrap.dedent(f"""
         import keras_relational.agents
@@ -75,12 +94,23 @@ def test_smoke_trains_exports_and_plays(tmp_path):
     assert "played" in played.stdout
 
 
+def _is_png(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
 def _train_command(root, num_iterations):
     return [sys.executable, "-c", textwrap.dedent(f"""
         from keras_relational.agents.train_eval import train_eval
         train_eval({root!r}, num_iterations={num_iterations}, checkpoint_interval=2,
                    eval_episodes=0, policy_save_interval=10_000, **{_TINY!r})
     """)]
+
+
+# Known start-up noise of the dependencies, and warnings a clean run does not print.
+_NOISE = (r"cuInit", r"Could not find cuda drivers", r"absl::InitializeLog", r"oneDNN",
+          r"cpu_feature_guard", r"Gym has been unmaintained", r"StructuredValue",
+          r"SyntaxWarning", r"UserWarning", r"DeprecationWarning")
 
 
 @pytest.mark.slow
@@ -119,6 +149,8 @@ def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path):
     assert result["train_step"] == 1
     eval_line = [line for line in lines if line.startswith("eval @")][0]
     assert "of 4 episodes, (" in eval_line  # per-puzzle-type rates follow
+    evaluations = tensorboard_tags.scalar_tags(str(tmp_path / "bridge" / "eval"))
+    assert any(tag.startswith("eval/solve_rate_puzzle_") for tag in evaluations), evaluations
 
 
 def test_invalid_arguments_are_clear_errors(tmp_path):
@@ -161,6 +193,11 @@ def test_binary_flags_reach_train_eval(tmp_path):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "frames/s" in done.stdout and "eval @ step 2" in done.stdout, done.stdout
+    # A clean console: our lines, none of the dependencies' known-harmless noise
+    # (console.quiet_dependencies) nor the autograph SyntaxWarning our tf.functions used to cause.
+    console_text = done.stdout + done.stderr
+    noise = [pattern for pattern in _NOISE if re.search(pattern, console_text)]
+    assert not noise, f"{noise} in:\n{console_text[-3000:]}"
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == 2
     import keras
