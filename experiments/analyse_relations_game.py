@@ -16,6 +16,12 @@ Writes ``head_pca.png`` (and ``head_pca_<project_set>.png``), ``pruning.png`` an
 matplotlib.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 import os
 
 import keras

@@ -10,6 +10,12 @@ training code runs. Prints one line per question (number, question, predicted an
 answer or ``-``) and, when the file has answers, the accuracy.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags
 
 from keras_relational.experiments import babi_serving, console

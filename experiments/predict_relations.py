@@ -14,6 +14,12 @@ accuracy against the stored labels.
 ``--output=predictions.npz`` also writes the predicted labels and class probabilities.
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 import os
 
 import numpy as np

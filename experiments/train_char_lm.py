@@ -8,6 +8,12 @@ is printed; they train with ``model.fit`` on generated bAbI stories and report v
 per character (``ROOT/results.md``, ``ROOT/results.json``).
 """
 
+# First, before TensorFlow loads: hides known-harmless dependency messages when run as a
+# binary (not when imported); --verbose_dependencies shows them.
+from keras_relational.experiments import console
+
+console.quiet_dependencies(__name__)
+
 from absl import app, flags
 
 from keras_relational.experiments import char_lm_lib, console
