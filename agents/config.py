@@ -32,6 +32,7 @@ ALGORITHMS = ("vtrace", "ppo")
 # acting and learning in one compiled function per update (agents/compiled/).
 TRAINERS = ("tf_agents", "compiled")
 OPTIMIZERS = ("rmsprop", "adam")
+ENV_BACKENDS = ("numpy", "tensor")
 # env_name -> the environment's config dataclass.
 ENVIRONMENT_CONFIGS = {"original": environments.BoxWorldConfig,
                        "bridge": environments.BridgeConfig}
@@ -103,6 +104,9 @@ class TrainConfig:
     # Zambaldi et al. 2019, App. B; Clift et al. 2020, App. E, Table 1: 32 trajectories of 40.
     num_envs: int = _field(32, "Environments stepped together (trajectories per batch).")
     unroll_length: int = _field(40, "Steps per trajectory.")
+    env_backend: str = _field("numpy", "Collect environments: 'numpy' (BatchedBoxWorld, "
+                              "stepped on the host) or 'tensor' (TensorBoxWorld inside the "
+                              "TensorFlow graph, XLA-compiled; in-process actor only).")
     # Zambaldi et al. 2019, App. B (tuned in [1e-5, 2e-4]); Clift et al. 2020, Table 1: 2e-4.
     learning_rate: float = _field(2e-4, "Learning rate.")
     discount: float = _field(0.99, "Discount gamma.")  # Zambaldi et al. 2019, App. B
@@ -168,6 +172,10 @@ class TrainConfig:
                 raise ValueError(f"trainer='compiled' trains V-trace in one process, compiled "
                                  f"(algorithm='vtrace', num_ray_actors=0, ray_address=None, "
                                  f"jit_compile=True), received {unsupported}.")
+        validation.check_choice("TrainConfig", "env_backend", self.env_backend, ENV_BACKENDS)
+        if self.num_ray_actors and self.env_backend != "numpy":
+            raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="
+                             f"{self.num_ray_actors}), received {self.env_backend!r}.")
         if self.num_ray_actors and self.algorithm != "vtrace":
             raise ValueError(f"`num_ray_actors` > 0 needs algorithm='vtrace' (V-trace corrects "
                              f"the actors' policy lag; PPO is on-policy), received "

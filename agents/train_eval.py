@@ -22,7 +22,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
-from keras_relational.agents import acting, evaluation, export, learning
+from keras_relational.agents import acting, evaluation, export, learning, tensor_environment
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.config import (
     AGENTS,  # noqa: F401  (re-exported: the names train_eval's callers know)
@@ -84,9 +84,9 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     keras.utils.set_random_seed(config.seed)
     os.makedirs(root_dir, exist_ok=True)
-    collect_env = make_boxworld_environment(config.environment, num_envs=config.num_envs,
-                                            seed=config.seed)
-    observation_spec = collect_env.observation_spec()
+    collect_env = _collect_environment(config)
+    observation_spec = tensor_spec.to_array_spec(
+        tensor_spec.from_spec(collect_env.observation_spec()))
     time_step_spec = tensor_spec.from_spec(collect_env.time_step_spec())
     action_spec = tensor_spec.from_spec(collect_env.action_spec())
     num_actions = int(action_spec.maximum - action_spec.minimum + 1)
@@ -118,8 +118,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             # exported collect policy stays uncompiled.
             policy = acting.ActorCriticPolicy(time_step_spec, action_spec, network,
                                               jit_compile=True)
-        collect_actor = acting.in_process_actor(collect_env, policy, train_step, unrolls,
-                                                collect_summary_dir, config.log_interval)
+        make_actor = (tensor_environment.in_graph_actor if config.env_backend == "tensor"
+                      else acting.in_process_actor)
+        collect_actor = make_actor(collect_env, policy, train_step, unrolls, collect_summary_dir,
+                                   config.log_interval)
         finished_episodes, policy_lag_fn = collect_env.finished_episodes, None
 
     start_step = int(train_step.numpy())
@@ -166,6 +168,15 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     del agent_learner
     gc.collect()
     return result
+
+
+def _collect_environment(config):
+    """The actors' environments: the NumPy batched BoxWorld, or the tensor one in the graph."""
+    if config.env_backend == "tensor":
+        return tensor_environment.TensorBoxWorldEnvironment(
+            config.environment, num_envs=config.num_envs, seed=config.seed)
+    return make_boxworld_environment(config.environment, num_envs=config.num_envs,
+                                     seed=config.seed)
 
 
 def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,

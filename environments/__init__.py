@@ -1,6 +1,7 @@
 """dm-env environments and supervised data generators (NumPy + dm_env only).
 
-Never imports TensorFlow or Keras. One package or module per environment or data set:
+Importing it loads neither TensorFlow nor Keras. One package or module per environment or data
+set:
 
 * `boxworld`: Zambaldi et al. 2019's Box-World (`BoxWorld`, `BatchedBoxWorld`, `PRESETS`).
 * `bridge_boxworld`: Clift et al. 2020's bridge BoxWorld (`BridgeBoxWorld`,
@@ -8,6 +9,9 @@ Never imports TensorFlow or Keras. One package or module per environment or data
 * `base`: what every BoxWorld variant shares (specs, actions, episode end, side channel:
   `level(s)`, `solved`, `num_steps`); `rendering`: palettes, `record_episode`, `save_episode`.
 * `boxworld_solver`: the oracle (shortest winning plans), `OraclePolicy`, `BatchedOraclePolicy`.
+* `TensorBoxWorld`, `TensorBridgeBoxWorld`: the same rules in `keras.ops`, batched pure
+  `reset` / `step` functions for compiled loops on any Keras backend (`tensor_base` holds the
+  contract). Loaded lazily (PEP 562): only touching these names imports Keras.
 * `babi` (Schlag & Schmidhuber 2018: reader and generator), `relations_game` and `polyominoes`
   (Shanahan et al. 2020), `palindromes` and `rule_learning` (Mitchell & Bowers): data sets,
   imported on first use as modules (`from keras_relational.environments import babi`).
@@ -43,6 +47,9 @@ from .bridge_boxworld import (
 )
 from .rendering import record_episode, save_episode
 
+# Name -> module of the tensor environments, which import Keras: loaded on first access only.
+_TENSOR = {"TensorBoxWorld": ".boxworld.tensor", "TensorBridgeBoxWorld": ".bridge_boxworld.tensor"}
+
 __all__ = [
     "PRESETS",
     "BatchedBoxWorld",
@@ -58,6 +65,8 @@ __all__ = [
     "BridgeState",
     "LevelGenerationError",
     "OraclePolicy",
+    "TensorBoxWorld",
+    "TensorBridgeBoxWorld",
     "base",
     "boxworld",
     "boxworld_solver",
@@ -69,3 +78,17 @@ __all__ = [
     "solve",
     "solve_level",
 ]
+
+
+def __getattr__(name):
+    if name in _TENSOR:
+        import importlib
+
+        value = getattr(importlib.import_module(_TENSOR[name], __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

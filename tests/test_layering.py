@@ -40,6 +40,20 @@ _FORBIDDEN = {
     "core": tuple(f"{_ROOT}.{area}" for area in ("agents", "environments", "experiments")),
     "experiments": (),
 }
+# The tensor forms of the environments (`environments/**/tensor.py`, `environments/tensor_base.py`)
+# are written with keras.ops (any backend) and may import Keras, nothing else of the stack; they are
+# loaded lazily, so importing keras_relational.environments still loads no Keras.
+_TENSOR_MODULE = re.compile(rf"^{_ROOT}\.environments\.(\w+\.)*tensor(_base)?$")
+
+
+def forbidden_prefixes(module):
+    """The module prefixes ``module`` must not import."""
+    area = area_of(module)
+    if area == "environments" and _TENSOR_MODULE.match(module):
+        return tuple(prefix for prefix in _FORBIDDEN[area] if prefix != "keras")
+    return _FORBIDDEN[area]
+
+
 # A base class naming one of these (after resolving imports) is a Keras layer (a model is one).
 _KERAS_LAYER = re.compile(
     r"^(keras|tf_keras|tensorflow\.keras|tensorflow\.python\.keras)(\.src)?"
@@ -129,7 +143,7 @@ def violations(module, source, is_package=False, packages=None):
     for line, imported in _imports(module, tree, is_package):
         # `from keras_relational import SpatialEntities` loads keras_relational.layers.
         normalized = re.sub(rf"^{_ROOT}\.([A-Z]\w*)$", rf"{_ROOT}.layers.\1", imported)
-        for prefix in _FORBIDDEN[area]:
+        for prefix in forbidden_prefixes(module):
             if normalized == prefix or normalized.startswith(prefix + "."):
                 found.append(f"{module}:{line}: {area} imports {imported}")
         if imported.startswith(_ROOT) and _is_private_of_another_package(module, imported,
@@ -197,9 +211,11 @@ def test_the_package_keeps_its_layers():
 
 
 def test_importing_the_environments_loads_no_tensorflow_or_keras():
-    # Every environments module, in a process that has imported nothing else.
+    # Every environments module but the tensor forms (which import Keras by design and are
+    # loaded lazily), in a process that has imported nothing else.
     environments = [module for module, _, _ in source_modules()
-                    if area_of(module) == "environments"]
+                    if area_of(module) == "environments" and not _TENSOR_MODULE.match(module)]
+    assert "keras_relational.environments.boxworld.tensor" not in environments
     code = textwrap.dedent(f"""
         import importlib
         import sys
@@ -232,6 +248,11 @@ def test_importing_the_environments_loads_no_tensorflow_or_keras():
      "imports keras_relational.SpatialEntities"),
     ("keras_relational.environments.grid", "from keras_relational.models import symmetry\n",
      "imports keras_relational.models"),
+    ("keras_relational.environments.boxworld.tensor", "import tensorflow as tf\n",
+     "imports tensorflow"),
+    ("keras_relational.environments.tensor_base", "from keras_relational.layers import x\n",
+     "imports keras_relational.layers"),
+    ("keras_relational.environments.tensors", "from keras import ops\n", "imports keras"),
     ("keras_relational.layers.attention", "from keras_relational.models import symmetry\n",
      "layers imports keras_relational.models"),
     ("keras_relational.layers.attention", "import keras_relational.agents.vtrace\n",
@@ -279,6 +300,8 @@ def test_the_checker_reports_a_violation(module, source, expected):
      "from keras_relational.agents import _legacy_keras\n"
      "from keras_relational.agents.queue import _plain\n"
      "from keras_relational.environments import boxworld\n"),
+    ("keras_relational.environments.boxworld.tensor", "import keras\nfrom keras import ops\n"),
+    ("keras_relational.environments.tensor_base", "import keras\n"),
     ("keras_relational.environments.boxworld.env",
      "from keras_relational.environments.boxworld import _rules\n"
      "from keras_relational.environments import _base\nfrom .._base import Base\n"),

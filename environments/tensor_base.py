@@ -1,0 +1,275 @@
+"""What every BoxWorld in tensor ops shares: the pure batched `reset` / `step` contract.
+
+`TensorBoxWorld` and `TensorBridgeBoxWorld` play exactly the rules of `BatchedBoxWorld` /
+`BatchedBridgeBoxWorld` (and so of `BoxWorld` / `BridgeBoxWorld`), written with `keras.ops` only:
+the same code runs under TensorFlow, JAX and PyTorch, eagerly or compiled (`jax.jit`,
+`tf.function(jit_compile=True)`), so an actor-learner loop can step the environment on the
+accelerator inside its own compiled function (the Podracer "Anakin" layout; Hessel et al. 2021).
+
+The contract (what a compiled loop relies on; these names stay):
+
+* `env = TensorBoxWorld(**level_kwargs)` (or `TensorBoxWorld(config=BoxWorldConfig(...))`):
+  the level parameters of the NumPy environment, validated at construction.
+* `bank = env.level_bank(num_levels, seed)`: `num_levels` levels drawn with the NumPy generator
+  (the reference distribution), as a dict of NumPy arrays with a leading `[M]` axis (a pytree of
+  fixed shapes, see the variant's `bank_from_levels`). Levels come from banks, never from an
+  on-device generator: the NumPy generator is the definition of the distribution (rejection
+  sampling of item placements), and a host thread drawing the next bank while the device steps
+  keeps the loop fed (`env.bank_stream`, below).
+* `state, timestep = env.reset(bank, num_envs)`: `num_envs` (a Python int, static) slots play
+  bank levels 0..N-1; every step type is FIRST (reward 0, discount 1).
+* `state, timestep = env.step(state, actions, bank)`: pure; `actions` int `[N]` (0 up, 1 down,
+  2 left, 3 right). A slot whose previous step was LAST starts the next bank level now (its action
+  ignored) and returns FIRST with reward 0 and discount 1, as `BatchedBoxWorld` does. Slots that
+  restart in the same step take consecutive bank levels in slot order.
+* `timestep` is a `dm_env.TimeStep` (a named tuple, so a pytree) of backend tensors:
+  `step_type` int32 `[N]`, `reward` float32 `[N]`, `discount` float32 `[N]` (0 on a terminal
+  step, `time_limit_discount` on the truncation step after `max_steps` actions, else 1) and
+  `observation` (`observation_spec()` with a leading `[N]`: uint8 RGB or float32 one-hot).
+* `state` is a dict of tensors, every entry `[N, ...]` but `"cursor"` (int32 scalar: the next
+  bank level, modulo the bank size). Always present: `"steps"` (actions in the current episode),
+  `"needs_reset"`, `"solved"` (the gem was taken), `"level"` (the bank index of each slot's
+  level; side channel, never part of the observation); the variant adds its own entries.
+* `observation_spec()`, `action_spec()`, `reward_spec()`, `discount_spec()`: the `dm_env` specs
+  of one slot, those of the NumPy environment.
+
+Banks and fresh levels. The bank is an argument of the compiled function, not a constant baked
+into it: a loop draws a new bank per compiled call (`stream = env.bank_stream(M, seed)`, then
+`bank = next(stream)` per update; a background thread draws the next banks while the device
+runs, so the host never stalls the loop as long as it draws levels faster than the loop consumes
+them). The cursor wraps around: within one call, every level is fresh as long as that call
+starts at most M episodes (M >= num_envs * steps_per_call / 2 is always enough: an episode takes
+at least one action and the restart step); with a new bank per call, every episode gets a
+fresh level. A bank's arrays may be NumPy arrays or backend tensors.
+
+Bad input raises a `ValueError` naming the argument when the function is traced: actions of a
+non-integer dtype or of the wrong shape (the batch of `state`), a bank of other shapes. Action
+values are checked where they are concrete (NumPy arrays, eager tensors); inside a compiled
+function they are not known, and values outside [0, 4) are outside the contract.
+"""
+
+import queue
+import threading
+
+import dm_env
+import keras
+import numpy as np
+from keras import ops
+
+from keras_relational.validation import check_int_at_least, invalid_value
+
+from .base import FIRST, LAST, MID, NUM_ACTIONS, Draws, _Specs
+
+# The entries of `state` that the base owns; a variant's `_load` returns the others.
+BASE_KEYS = ("steps", "needs_reset", "solved", "level", "cursor")
+
+
+def expand_as(mask, x):
+    """`mask` `[N]` reshaped to broadcast against `x` `[N, ...]`."""
+    return ops.reshape(mask, (-1,) + (1,) * (len(x.shape) - 1))
+
+
+def row_select(mask, new, old):
+    """`new` where `mask` `[N]` is True, `old` elsewhere (rows of `[N, ...]` tensors)."""
+    return ops.where(expand_as(mask, old), new, old)
+
+
+def gather_cells(grid, index):
+    """`grid[i, index[i]]` for int `[N, C]` `grid` and int `[N]` `index` (in range)."""
+    return ops.take_along_axis(grid, ops.expand_dims(index, 1), axis=1)[:, 0]
+
+
+def set_cells(grid, mask, index, value):
+    """`grid` with `grid[i, index[i]] = value` where `mask[i]`."""
+    cells = ops.arange(grid.shape[1], dtype="int32")[None, :]
+    hit = ops.logical_and(ops.expand_dims(mask, 1), cells == ops.expand_dims(index, 1))
+    value = ops.cast(value, grid.dtype)
+    if len(value.shape) == 1:  # one value per row
+        value = ops.expand_dims(value, 1)
+    return ops.where(hit, value, grid)
+
+
+def _concrete(values):
+    """`values` as a NumPy array when they are known now (not traced), else None."""
+    if isinstance(values, np.ndarray | list | tuple | int | np.integer):
+        return np.asarray(values)
+    try:
+        return np.asarray(ops.convert_to_numpy(values))
+    except Exception:  # a JAX tracer or a symbolic TF tensor: values unknown until run time
+        return None
+
+
+def check_actions(actions, batch_size):
+    """`actions` as int32 `[batch_size]`; raises a ValueError naming `actions` otherwise."""
+    if not hasattr(actions, "dtype") or isinstance(actions, list | tuple):
+        actions = np.asarray(actions)
+    dtype = keras.backend.standardize_dtype(actions.dtype)
+    shape = tuple(actions.shape)
+    if not dtype.startswith(("int", "uint")):
+        raise invalid_value("actions", f"integers in [0, {NUM_ACTIONS}) (0 up, 1 down, 2 left, "
+                            "3 right)", f"dtype {dtype}")
+    if shape != (batch_size,):
+        raise invalid_value("actions", f"shape ({batch_size},), one action per slot of "
+                            "`state`", f"shape {shape}")
+    values = _concrete(actions)
+    if values is not None and values.size and (values.min() < 0 or values.max() >= NUM_ACTIONS):
+        raise invalid_value("actions", f"values in [0, {NUM_ACTIONS})",
+                            values.tolist() if values.size <= 8 else
+                            f"values in [{values.min()}, {values.max()}]")
+    return ops.cast(actions, "int32")
+
+
+class BankStream:
+    """An iterator of level banks drawn ahead in a background thread.
+
+    Bank k is `env.level_bank(num_levels, seed_k)` with `seed_k` derived from `(seed, k)`, so the
+    stream is deterministic. `prefetch` banks are kept ready; the thread (a daemon) only runs
+    Python/NumPy, which a compiled device step does not block.
+    """
+
+    def __init__(self, env, num_levels, seed, prefetch=2):
+        self._env = env
+        self._num_levels = check_int_at_least("num_levels", num_levels, 1)
+        self._seed = int(seed)
+        self._queue = queue.Queue(maxsize=check_int_at_least("prefetch", prefetch, 1))
+        self._stop = threading.Event()
+        self._error = None
+        self._thread = threading.Thread(target=self._fill, daemon=True)
+        self._thread.start()
+
+    def _fill(self):
+        k = 0
+        try:
+            while not self._stop.is_set():
+                seed = int(np.random.SeedSequence([self._seed, k]).generate_state(1)[0])
+                bank = self._env.level_bank(self._num_levels, seed)
+                while not self._stop.is_set():
+                    try:
+                        self._queue.put(bank, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                k += 1
+        except Exception as error:  # surfaced by __next__
+            self._error = error
+            self._queue.put(None)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        bank = self._queue.get()
+        if bank is None:
+            raise RuntimeError("drawing a level bank failed") from self._error
+        return bank
+
+    def close(self):
+        """Stops the background thread."""
+        self._stop.set()
+
+
+class TensorLevelEnvironment(_Specs):
+    """N levels stepped together with `keras.ops`: the base of the tensor BoxWorlds.
+
+    A variant sets `self._config` and implements `_generate(draws)` (one NumPy level),
+    `bank_from_levels(levels)`, `_bank_shapes()` (the trailing shape of each bank entry),
+    `_load(bank, index)` (its state entries for bank levels `index` `[N]`),
+    `_move(state, actions, active)` (returns `(state, reward, terminal, gem)`) and
+    `_observe(state)`. See the module docstring for the contract.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        self._max_steps = config.max_steps
+        self._truncation_discount = float(config.time_limit_discount)
+
+    @property
+    def config(self):
+        return self._config
+
+    # Levels.
+
+    def generate_levels(self, num_levels, seed):
+        """`num_levels` NumPy levels from the reference generator, seeded by `seed`."""
+        num_levels = check_int_at_least("num_levels", num_levels, 1)
+        draws = Draws(np.random.RandomState(seed))
+        return [self._generate(draws) for _ in range(num_levels)]
+
+    def level_bank(self, num_levels, seed):
+        """A bank of `num_levels` levels (dict of NumPy arrays `[M, ...]`), seeded by `seed`."""
+        return self.bank_from_levels(self.generate_levels(num_levels, seed))
+
+    def bank_stream(self, num_levels, seed, prefetch=2):
+        """A `BankStream`: banks of `num_levels` levels drawn ahead in a background thread."""
+        return BankStream(self, num_levels, seed, prefetch)
+
+    def _check_bank(self, bank):
+        shapes = self._bank_shapes()
+        if not hasattr(bank, "keys") or set(bank.keys()) != set(shapes):
+            raise invalid_value("bank", f"a dict with the entries {sorted(shapes)} (from "
+                                "`level_bank`)", type(bank).__name__ if not hasattr(
+                                    bank, "keys") else sorted(bank.keys()))
+        size = None
+        for name, trailing in shapes.items():
+            shape = tuple(bank[name].shape)
+            if shape[1:] != trailing or not shape[0] or size not in (None, shape[0]):
+                raise invalid_value(f"bank[{name!r}]", f"shape (M,) + {trailing} with the same "
+                                    "M >= 1 for every entry", f"shape {shape}")
+            size = shape[0]
+        return size
+
+    # The pure functions.
+
+    def reset(self, bank, num_envs):
+        """Starts bank levels 0..N-1 in `num_envs` slots: `(state, timestep)`, all FIRST."""
+        n = check_int_at_least("num_envs", num_envs, 1)
+        size = self._check_bank(bank)
+        index = ops.mod(ops.arange(n, dtype="int32"), size)
+        state = dict(self._load(bank, index))
+        state.update(
+            steps=ops.zeros((n,), "int32"), needs_reset=ops.zeros((n,), "bool"),
+            solved=ops.zeros((n,), "bool"), level=index,
+            cursor=ops.convert_to_tensor(n % size, "int32"))
+        timestep = dm_env.TimeStep(ops.full((n,), FIRST, "int32"), ops.zeros((n,), "float32"),
+                                   ops.ones((n,), "float32"), self._observe(state))
+        return state, timestep
+
+    def step(self, state, actions, bank):
+        """One step of every slot: `(state, timestep)`; see the module docstring."""
+        if not hasattr(state, "keys") or "needs_reset" not in state:
+            raise invalid_value("state", "the state dict of `reset` / `step`",
+                                type(state).__name__)
+        n = state["needs_reset"].shape[0]
+        actions = check_actions(actions, n)
+        size = self._check_bank(bank)
+        restart = state["needs_reset"]
+        active = ops.logical_not(restart)
+        moved, reward, terminal, gem = self._move(state, actions, active)
+        steps = state["steps"] + ops.cast(active, "int32")
+        if self._max_steps is None:
+            truncated = ops.zeros_like(terminal)
+        else:
+            truncated = active & ~terminal & (steps >= self._max_steps)
+        last = terminal | truncated
+        step_type = ops.where(restart, FIRST, ops.where(last, LAST, MID))
+        discount = ops.where(terminal, 0.0, ops.where(truncated, self._truncation_discount, 1.0))
+        # Auto-reset: the slots that were LAST take the next bank levels, in slot order.
+        offsets = ops.cumsum(ops.cast(restart, "int32")) - 1
+        index = ops.mod(state["cursor"] + offsets, size)
+        loaded = self._load(bank, index)
+        new = {key: row_select(restart, loaded[key], moved[key]) for key in loaded}
+        new.update(
+            steps=ops.where(restart, 0, steps), needs_reset=last,
+            solved=(state["solved"] | gem) & active,
+            level=ops.where(restart, index, state["level"]),
+            cursor=ops.mod(state["cursor"] + ops.sum(ops.cast(restart, "int32")), size))
+        new["steps"] = ops.cast(new["steps"], "int32")
+        new["level"] = ops.cast(new["level"], "int32")
+        new["cursor"] = ops.cast(new["cursor"], "int32")
+        timestep = dm_env.TimeStep(ops.cast(step_type, "int32"), ops.cast(reward, "float32"),
+                                   ops.cast(discount, "float32"), self._observe(new))
+        return new, timestep
+
+    def observe(self, state):
+        """The observation `[N, ...]` of a state (what `reset` / `step` return)."""
+        return self._observe(state)
