@@ -170,7 +170,7 @@ def export_keras_model(model, root_dir):
     partial = os.path.join(root_dir, "keras_model.partial.keras")
     model.save(partial)
     os.replace(partial, keras_file)
-    if importlib.util.find_spec("tensorflow") is None:
+    if not _tensorflow_installed():
         return None, keras_file, "model.export skipped: it writes a SavedModel, which needs " \
             "TensorFlow (not installed)"
     keras_model_dir = os.path.join(root_dir, "keras_model")
@@ -180,6 +180,13 @@ def export_keras_model(model, root_dir):
     shutil.rmtree(keras_model_dir, ignore_errors=True)
     os.replace(partial, keras_model_dir)
     return keras_model_dir, keras_file, None
+
+
+def _tensorflow_installed():
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except ImportError:
+        return False
 
 
 def _write_json(path, data):
