@@ -106,6 +106,7 @@ def _event_scalars(directory):
     return tags
 
 
+@pytest.mark.slow  # three runs, each compiling its update (about a minute on 2 idle cores)
 def test_train_eval_outputs_and_resume_equals_uninterrupted_run(tmp_path):
     lines = []
     whole = str(tmp_path / "whole")
@@ -192,6 +193,7 @@ _JAX_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a fresh JAX process compiling an update and an evaluation
 def test_under_jax_without_tensorflow(tmp_path):
     script = _JAX_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)),
                                 root=str(tmp_path / "jax"))
@@ -205,3 +207,16 @@ def test_under_jax_without_tensorflow(tmp_path):
     assert "TensorFlow" in report["note"]  # model.export skipped, the .keras file written
     assert os.path.exists(report["keras_file"])
     assert "step      2 | frames" in done.stdout
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--trainer=anakin", "--trainer"),
+    ("--algorithm=ppo", "trainer='compiled'"),
+])
+def test_binary_rejects_bad_trainer_flags_before_training(tmp_path, flag, message):
+    command = [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
+               f"--root_dir={tmp_path}", "--trainer=compiled", flag]
+    done = subprocess.run(command, cwd=_REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr[-2000:]
+    assert not os.listdir(tmp_path)  # nothing trained or written
