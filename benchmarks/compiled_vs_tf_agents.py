@@ -134,8 +134,9 @@ def _markdown(summary, runs, args):
         f"x 5 steps per run, {args.rounds} interleaved round(s); frames/s between the first and "
         f"the last progress line (every {args.log_interval} updates, compilation excluded). "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, shared with other "
-        f"jobs: load averages (1 min) {min(r['load_before'][0] for r in runs):.1f} to "
-        f"{max(r['load_after'][0] for r in runs):.1f} during the runs.",
+        f"jobs: 1-minute load averages "
+        + ", ".join(f"{r['trainer']} {r['load_before'][0]:.1f} to {r['load_after'][0]:.1f}"
+                    for r in runs) + " (before and after each run).",
         "",
         "| trainer | backend | frames/s (median of rounds) | vs TF-Agents | acting share |",
         "|---|---|---|---|---|",
@@ -159,9 +160,19 @@ def main():
     parser.add_argument("--worker", choices=tuple(TRAINERS))
     parser.add_argument("--output", default=os.path.join(HERE, "results",
                                                          "compiled_vs_tf_agents_cpu"))
+    parser.add_argument("--markdown_only", action="store_true",
+                        help="Rewrite <output>.md from the runs in <output>.json (no training).")
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.updates, args.log_interval)
+        return
+    if args.markdown_only:
+        with open(args.output + ".json") as f:
+            data = json.load(f)
+        args.updates, args.rounds = data["updates"], data["rounds"]
+        args.log_interval = data.get("log_interval", args.log_interval)
+        results_io.write_markdown(args.output + ".md",
+                                  _markdown(data["summary"], data["runs"], args))
         return
     runs = []
     for round_index in range(args.rounds):
@@ -176,7 +187,8 @@ def main():
         summary[trainer] = dict(backend=TRAINERS[trainer][1],
                                 fps=statistics.median(r["fps"] for r in mine),
                                 acting_share=statistics.median(r["acting_share"] for r in mine))
-    data = dict(updates=args.updates, rounds=args.rounds, machine=platform.platform(),
+    data = dict(updates=args.updates, rounds=args.rounds, log_interval=args.log_interval,
+                machine=platform.platform(),
                 cpu_count=os.cpu_count(), summary=summary, runs=runs)
     results_io.write_json(args.output + ".json", data)
     results_io.write_markdown(args.output + ".md", _markdown(summary, runs, args))
