@@ -51,9 +51,10 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
         environment: a ``keras_relational.environments.BoxWorldConfig`` or ``BridgeConfig``.
         num_envs: levels stepped together.
         seed: seed of the level banks.
-        bank_size: levels per bank (default: ``64 * num_envs``, at least 1,024); a new bank is
-            installed by :meth:`next_bank`, and the levels of a bank are fresh while fewer than
-            ``bank_size`` episodes started since it was installed.
+        bank_size: levels per bank (default: ``32 * num_envs``, at least 1,024: fresh levels
+            for unrolls of up to 64 steps). The levels of a bank are fresh while at most
+            ``bank_size`` episodes start from it; :meth:`fresh_levels_for` installs the next
+            bank of the stream before that.
     """
 
     def __init__(self, environment, num_envs, seed=0, bank_size=None):
@@ -63,11 +64,13 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
             raise ValueError(f"TensorBoxWorldEnvironment needs the TensorFlow Keras backend, "
                              f"received KERAS_BACKEND={keras.backend.backend()!r}.")
         check_positive_int("TensorBoxWorldEnvironment", "num_envs", num_envs)
-        bank_size = max(64 * num_envs, 1024) if bank_size is None else bank_size
+        bank_size = max(32 * num_envs, 1024) if bank_size is None else bank_size
         check_positive_int("TensorBoxWorldEnvironment", "bank_size", bank_size)
         env = getattr(environments, TENSOR_ENVIRONMENTS[environment_name(environment)])(
             config=environment)
         self._env = env
+        self._bank_size = bank_size
+        self._levels_used = num_envs  # the reset below plays bank levels 0..N-1
         self._stream = env.bank_stream(bank_size, seed)
         bank = next(self._stream)
         self._bank = {k: tf.Variable(v, trainable=False) for k, v in bank.items()}
@@ -98,6 +101,12 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
         """Installs the next bank of the stream (host side, between graph calls)."""
         for key, value in next(self._stream).items():
             self._bank[key].assign(value)
+        self._levels_used = 0
+
+    def fresh_levels_for(self, episodes):
+        """Installs the next bank unless the current one has `episodes` unused levels left."""
+        if self._levels_used + episodes > self._bank_size:
+            self.next_bank()
 
     def close(self):
         self._stream.close()
@@ -117,6 +126,7 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
         return ts.TimeStep(*(v.read_value() for v in self._time_step))
 
     def _reset(self):
+        self._levels_used = self.batch_size  # bank levels 0..N-1 (an eager, host-side count)
         state, time_step = self._env.reset(self._bank_values(), self.batch_size)
         return self._assign(state, time_step)
 
@@ -129,6 +139,7 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
         """Accounts ``[T, N]`` steps (NumPy): episode returns, lengths, finished episodes."""
         for step_type, reward, done in zip(step_types, rewards, solved, strict=True):
             first = step_type == int(ts.StepType.FIRST)
+            self._levels_used += int(first.sum())
             self._returns[first] = 0.0
             self._lengths[first] = 0
             active = ~first
@@ -142,9 +153,9 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
 class InGraphActor:
     """Steps a :class:`TensorBoxWorldEnvironment` with a TF policy, ``T`` steps per graph call.
 
-    Each :meth:`run` installs the next level bank, runs ``B * T`` environment steps (one
-    ``tf.function``: policy, environment, trajectory) and hands the ``T`` trajectory steps to
-    ``unrolls`` one at a time, as TF-Agents' driver would.
+    Each :meth:`run` installs a fresh level bank when the current one could run out, runs
+    ``B * T`` environment steps (one ``tf.function``: policy, environment, trajectory) and hands
+    the ``T`` trajectory steps to ``unrolls`` one at a time, as TF-Agents' driver would.
     """
 
     def __init__(self, env, policy, unrolls):
@@ -171,7 +182,8 @@ class InGraphActor:
         return tf.nest.map_structure(lambda a: a.stack(), arrays), solved.stack()
 
     def run(self):
-        self._env.next_bank()
+        # A slot starts at most one episode every two steps (one action, then the restart).
+        self._env.fresh_levels_for(self._env.batch_size * -(-self._length // 2))
         steps, solved = self._collect()
         steps = tf.nest.map_structure(lambda x: x.numpy(), steps)
         self._env.record(steps.next_step_type, steps.reward, solved.numpy())

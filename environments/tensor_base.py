@@ -38,9 +38,9 @@ into it: a loop draws a new bank per compiled call (`stream = env.bank_stream(M,
 `bank = next(stream)` per update; a background thread draws the next banks while the device
 runs, so the host never stalls the loop as long as it draws levels faster than the loop consumes
 them). The cursor wraps around: within one call, every level is fresh as long as that call
-starts at most M episodes (M >= num_envs * steps_per_call / 2 is always enough: an episode takes
-at least one action and the restart step); with a new bank per call, every episode gets a
-fresh level. A bank's arrays may be NumPy arrays or backend tensors.
+starts at most M episodes (M >= num_envs * ceil(steps_per_call / 2) is always enough: a slot
+starts at most one episode every two steps, one action and the restart); with a new bank per
+call, every episode gets a fresh level. A bank's arrays may be NumPy arrays or backend tensors.
 
 Bad input raises a `ValueError` naming the argument when the function is traced: actions of a
 non-integer dtype or of the wrong shape (the batch of `state`), a bank of other shapes. Action

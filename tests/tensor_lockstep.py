@@ -59,7 +59,7 @@ def levels_from(module_name, levels):
 
 
 class MixedPolicy:
-    """Slot i % 4: 0 uniform random, 1 and 2 the oracle, 3 the oracle with 20 % random actions."""
+    """Slot i % 4: 0 uniform random, 1 and 2 the oracle, 3 the oracle with 10 % random actions."""
 
     def __init__(self, env, seed):
         self._env = env
@@ -70,7 +70,7 @@ class MixedPolicy:
     def __call__(self):
         env, n = self._env, self._env.batch_size
         actions = self._rng.randint(4, size=n).astype(np.int32)
-        detour = self._rng.random_sample(n) < 0.2
+        detour = self._rng.random_sample(n) < 0.1
         levels, steps = env.levels, env.num_steps
         for i in range(n):
             mode = i % 4

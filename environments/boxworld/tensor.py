@@ -157,9 +157,9 @@ class TensorBoxWorld(TensorLevelEnvironment):
         # rendering.display_codes: the agent's cell shows the agent, the top-left wall pixel
         # the held key [R].
         grid, pos, held = state["grid"], state["pos"], state["held"]
-        codes = set_cells(grid, ops.ones_like(held, "bool"), pos, self._agent_code)
-        corner = ops.where(held >= 0, KEY0 + held, codes[:, 0])
-        codes = ops.concatenate([ops.expand_dims(ops.cast(corner, "int32"), 1), codes[:, 1:]],
-                                axis=1)
+        cells = ops.arange(self._cells, dtype="int32")[None, :]
+        codes = ops.where(cells == ops.expand_dims(pos, 1), self._agent_code, grid)
+        held = ops.expand_dims(held, 1)
+        codes = ops.cast(ops.where((cells == 0) & (held >= 0), KEY0 + held, codes), "int32")
         frames = ops.take(ops.convert_to_tensor(self._table), codes, axis=0)
         return ops.reshape(frames, (-1, self._size, self._size, self._table.shape[-1]))

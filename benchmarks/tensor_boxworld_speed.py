@@ -1,0 +1,235 @@
+"""Level-steps per second of `TensorBoxWorld` (compiled; JAX, TensorFlow) vs `BatchedBoxWorld`.
+
+Every figure steps levels of the training distribution (L ~ U{1..4}, D ~ U{0..4}, 120-step limit)
+with uniformly random actions drawn before the timer starts; RGB observations and auto-resets are
+included. "steps/s" counts level-steps: a batched step of N levels counts N. For each number of
+levels N, in one run on the same machine:
+
+* `BatchedBoxWorld` (NumPy, host), after 121 untimed steps (past the first wave of truncations
+  and restarts: the episodes de-synchronise);
+* `TensorBoxWorld.step` compiled once (`jax.jit`, `tf.function(jit_compile=True)`), called once
+  per step ("one call per step");
+* K = `--loop-steps` steps in one compiled call (`keras.ops.fori_loop` over `step`; every
+  observation is reduced into a checksum so that the compiler cannot drop it), what a compiled
+  actor-learner loop does ("K steps per call").
+
+The tensor environment's work per step does not depend on the levels or on how many episodes end
+(every rule is computed for every slot), so its levels come from one bank of at most 4,096
+levels (reused modulo the bank's size when N is larger). Each point runs for about `--seconds`
+after compilation (compile time reported apart); the JAX and TensorFlow points run in one child
+process per backend (KERAS_BACKEND is fixed at import). The load average before and after is
+printed: the machine may be shared.
+
+    python benchmarks/tensor_boxworld_speed.py [--levels 1 256 4096 65536] [--seconds 8] \\
+        [--output benchmarks/results/tensor_boxworld_speed_cpu.md]
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+import results_io  # benchmarks/results_io.py, beside this script
+
+# One step limit and the restart after it: the NumPy levels' episodes de-synchronise, and the
+# timed steps come after the wave of truncations that ends the episodes nobody finished.
+WARMUP_STEPS = 121
+MAX_BANK = 4096
+
+
+def _timed_rate(step_once, levels, seconds, steps_per_call=1):
+    """Level-steps per second of repeated `step_once()` for about `seconds`."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        step_once()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return calls * steps_per_call * levels / elapsed
+
+
+def numpy_rate(levels, seconds, seed=0):
+    """(level-steps per second, episodes started per level-step) of `BatchedBoxWorld`."""
+    from keras_relational.environments import BatchedBoxWorld
+
+    env = BatchedBoxWorld(levels, seed=seed)
+    rng = np.random.RandomState(seed)
+    actions = rng.randint(4, size=(64, levels))
+    env.reset()
+    for t in range(WARMUP_STEPS):
+        env.step(actions[t % 64])
+    counter = iter(range(10**12))
+    firsts = []
+
+    def one_step():
+        firsts.append(int((env.step(actions[next(counter) % 64]).step_type == 0).sum()))
+
+    rate = _timed_rate(one_step, levels, seconds)
+    return rate, sum(firsts) / (levels * len(firsts))
+
+
+def generation_rate(seconds, seed=0):
+    """Levels per second of the NumPy generator (one thread), training distribution."""
+    from keras_relational.environments.boxworld import BoxWorldConfig, Draws, generate_level
+
+    config, draws = BoxWorldConfig(), Draws(np.random.RandomState(seed))
+    return _timed_rate(lambda: generate_level(config, draws), 1, seconds)
+
+
+def tensor_rates(backend, levels, seconds, loop_steps, seed=0):
+    """{"step": rate, "loop": rate, "compile_step": s, "compile_loop": s} of one N."""
+    import keras
+    from keras import ops
+
+    from keras_relational.environments import TensorBoxWorld
+
+    assert keras.backend.backend() == backend, keras.backend.backend()
+    env = TensorBoxWorld()
+    bank = {k: ops.convert_to_tensor(v) for k, v in
+            env.level_bank(min(max(2 * levels, 64), MAX_BANK), seed).items()}
+    rng = np.random.RandomState(seed)
+    actions = ops.convert_to_tensor(rng.randint(4, size=(loop_steps, levels)).astype(np.int32))
+
+    def loop(state, actions, bank):
+        def body(i, carry):
+            state, checksum = carry
+            state, timestep = env.step(state, ops.take(actions, i, axis=0), bank)
+            checksum = checksum + ops.sum(ops.cast(timestep.observation, "int32"))
+            return state, checksum
+
+        return ops.fori_loop(0, loop_steps, body, (state, ops.convert_to_tensor(0, "int32")))
+
+    step, loop = _compile(backend, env.step), _compile(backend, loop)
+    state, _ = env.reset(bank, levels)
+    result = {}
+    start = time.perf_counter()
+    state, timestep = step(state, ops.take(actions, 0, axis=0), bank)
+    ops.convert_to_numpy(timestep.reward)
+    result["compile_step"] = time.perf_counter() - start
+    box = {"state": state, "t": 0}
+
+    def one_step():
+        box["state"], timestep = step(box["state"], ops.take(actions, box["t"] % loop_steps,
+                                                              axis=0), bank)
+        box["t"] += 1
+        if box["t"] % 16 == 0:  # wait for the device now and then (asynchronous dispatch)
+            ops.convert_to_numpy(timestep.reward)
+
+    result["step"] = _timed_rate(one_step, levels, seconds)
+    start = time.perf_counter()
+    state, checksum = loop(box["state"], actions, bank)
+    ops.convert_to_numpy(checksum)
+    result["compile_loop"] = time.perf_counter() - start
+    box["state"] = state
+
+    def one_loop():
+        box["state"], checksum = loop(box["state"], actions, bank)
+        ops.convert_to_numpy(checksum)
+
+    result["loop"] = _timed_rate(one_loop, levels, seconds, steps_per_call=loop_steps)
+    return result
+
+
+def _compile(backend, function):
+    if backend == "jax":
+        import jax
+
+        return jax.jit(function)
+    import tensorflow as tf
+
+    return tf.function(function, jit_compile=True, autograph=False)
+
+
+def worker(args):
+    """The child process of one backend: prints one JSON line of rates."""
+    rows = {}
+    for levels in args.levels:
+        rows[levels] = tensor_rates(args.worker, levels, args.seconds, args.loop_steps)
+        print(f"  {args.worker} {levels}: {rows[levels]}", file=sys.stderr, flush=True)
+    import keras
+
+    print(json.dumps({"backend": args.worker, "keras": keras.__version__, "rows": rows}))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 256, 4096, 65536])
+    parser.add_argument("--seconds", type=float, default=8.0, help="timed seconds per point")
+    parser.add_argument("--loop-steps", type=int, default=32, help="steps per compiled call")
+    parser.add_argument("--backends", nargs="+", default=["jax", "tensorflow"])
+    parser.add_argument("--output", default=None,
+                        help="also write the table to this markdown file (and .json beside it)")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    load_before = os.getloadavg()
+    numpy_rates, episodes = {}, {}
+    for levels in args.levels:
+        numpy_rates[levels], episodes[levels] = numpy_rate(levels, args.seconds)
+        print(f"  numpy {levels}: {numpy_rates[levels]:,.0f} steps/s", flush=True)
+    levels_per_second = generation_rate(args.seconds)
+    tensor = {}
+    for backend in args.backends:
+        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+        command = [sys.executable, os.path.abspath(__file__), "--worker", backend,
+                   "--seconds", str(args.seconds), "--loop-steps", str(args.loop_steps),
+                   "--levels", *map(str, args.levels)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(f"the {backend} worker failed:\n{done.stderr[-3000:]}")
+        tensor[backend] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(done.stderr.strip().splitlines()[-1], flush=True)
+    load_after = os.getloadavg()
+
+    lines = [
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared), "
+        f"Python {platform.python_version()}, NumPy {np.__version__}, Keras "
+        f"{next(iter(tensor.values()))['keras'] if tensor else '-'}; load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after. Random actions, training "
+        f"distribution, RGB observations and auto-resets included; about {args.seconds:g} s "
+        f"per point. Level-steps per second (wall clock); in brackets: the tensor "
+        f"environment's rate over `BatchedBoxWorld`'s.", "",
+        "| levels N | `BatchedBoxWorld` (NumPy) | " + " | ".join(
+            f"`TensorBoxWorld` {b}, one call per step | `TensorBoxWorld` {b}, "
+            f"{args.loop_steps} steps per call" for b in tensor) + " |",
+        "|---|---|" + "---|---|" * len(tensor)]
+    for levels in args.levels:
+        base = numpy_rates[levels]
+        cells = [f"{levels:,}", f"{base:,.0f}"]
+        for backend in tensor:
+            row = tensor[backend]["rows"][str(levels)]
+            cells += [f"{row['step']:,.0f} ({row['step'] / base:.2g}x)",
+                      f"{row['loop']:,.0f} ({row['loop'] / base:.2g}x)"]
+        lines.append("| " + " | ".join(cells) + " |")
+    compile_times = "; ".join(
+        f"{b}: " + ", ".join(f"{row['compile_step']:.1f} / {row['compile_loop']:.1f} s"
+                             for row in tensor[b]["rows"].values()) for b in tensor)
+    lines += ["", f"Compile times (one step / the {args.loop_steps}-step loop, per N in the "
+              f"order of the table): {compile_times}."]
+    # Banks: the NumPy generator on one host thread against the levels a loop consumes.
+    per_step = max(episodes.values())
+    best_rate = max([row["loop"] for t in tensor.values() for row in t["rows"].values()]
+                    + [0.0])
+    lines += ["", f"Level banks: the NumPy generator draws {levels_per_second:,.0f} levels/s on "
+              f"one thread; random-action episodes start at most {per_step:.4f} new levels "
+              f"per level-step (`BatchedBoxWorld` above), so the fastest rate above "
+              f"({best_rate:,.0f} level-steps/s) consumes about "
+              f"{best_rate * per_step:,.0f} levels/s."]
+    text = "\n".join(lines)
+    print()
+    print(text)
+    if args.output:
+        results_io.write_markdown(args.output, text)
+        results_io.write_json(os.path.splitext(args.output)[0] + ".json", {
+            "args": vars(args), "load_average": [load_before[0], load_after[0]],
+            "numpy": numpy_rates, "episodes_per_level_step": episodes,
+            "levels_per_second": levels_per_second, "tensor": tensor})
+
+
+if __name__ == "__main__":
+    main()
