@@ -28,6 +28,9 @@ from keras_relational import environments, validation
 
 AGENTS = ("relational", "simplicial", "baseline")
 ALGORITHMS = ("vtrace", "ppo")
+# "tf_agents": TF-Agents' Actor and Learner (agents/train_eval.py); "compiled": environment steps,
+# acting and learning in one compiled function per update (agents/compiled/).
+TRAINERS = ("tf_agents", "compiled")
 OPTIMIZERS = ("rmsprop", "adam")
 ENV_BACKENDS = ("numpy", "tensor")
 # env_name -> the environment's config dataclass.
@@ -93,6 +96,10 @@ class TrainConfig:
                                    "keras_relational.models.boxworld_agents (None: its defaults).")
     algorithm: str = _field("vtrace", "Learning algorithm: 'vtrace' (IMPALA-style V-trace "
                             "actor-critic) or 'ppo' (TF-Agents' PPOClipAgent).")
+    trainer: str = _field("tf_agents", "Training loop: 'tf_agents' (TF-Agents' actor and "
+                          "learner) or 'compiled' (tensor BoxWorld, acting and V-trace learning "
+                          "in one compiled function per update under the Keras backend, JAX or "
+                          "TensorFlow; keras_relational.agents.compiled).")
     num_iterations: int = _field(10_000, "Learner updates.")
     # Zambaldi et al. 2019, App. B; Clift et al. 2020, App. E, Table 1: 32 trajectories of 40.
     num_envs: int = _field(32, "Environments stepped together (trajectories per batch).")
@@ -155,6 +162,16 @@ class TrainConfig:
             raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received "
                              f"{self.algorithm!r}.")
         validation.check_choice("TrainConfig", "agent", self.agent, AGENTS)
+        validation.check_choice("TrainConfig", "trainer", self.trainer, TRAINERS)
+        if self.trainer == "compiled":
+            unsupported = {name: value for name, value, supported in (
+                ("algorithm", self.algorithm, "vtrace"), ("num_ray_actors", self.num_ray_actors, 0),
+                ("ray_address", self.ray_address, None), ("jit_compile", self.jit_compile, True),
+            ) if value != supported}
+            if unsupported:
+                raise ValueError(f"trainer='compiled' trains V-trace in one process, compiled "
+                                 f"(algorithm='vtrace', num_ray_actors=0, ray_address=None, "
+                                 f"jit_compile=True), received {unsupported}.")
         validation.check_choice("TrainConfig", "env_backend", self.env_backend, ENV_BACKENDS)
         if self.num_ray_actors and self.env_backend != "numpy":
             raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="

@@ -10,6 +10,10 @@ the same command to resume after an interruption); PolicySaver SavedModels to
 policy with ``python -m keras_relational.experiments.play_boxworld
 --policy_dir=<root_dir>/policies/greedy_policy``.
 
+With ``--trainer=compiled`` the tensor BoxWorlds step, act and learn in one compiled function
+per update under the Keras backend (``KERAS_BACKEND=jax`` needs no TensorFlow;
+``keras_relational.agents.compiled``); the outputs are the same, without TF-Agents policies.
+
 With ``--num_ray_actors=N`` the experience comes from N Ray actors (IMPALA-style, V-trace corrects
 the policy lag shown in the progress lines); ``--ray_address`` joins a running Ray cluster:
 
@@ -48,6 +52,7 @@ _LEVEL_FLAGS = {
     "observation_type": "Observations: RGB pixels (rgb) or one-hot cell channels (one_hot).",
 }
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
+            "trainer": config_lib.TRAINERS,
             "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot")}
 # Network flags: None keeps the default of the network's builder (the paper's).
 flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks (1: Zambaldi et al. 2019's "
@@ -108,9 +113,16 @@ def config_from_flags():
 def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
+    config = config_from_flags()  # invalid flag combinations fail here, before any training
+    if config.trainer == "compiled":
+        # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
+        from keras_relational.agents.compiled import train_eval as compiled_train_eval
+
+        compiled_train_eval.train_eval(FLAGS.root_dir, config)
+        return
     from keras_relational.agents import train_eval  # sets TF_USE_LEGACY_KERAS first
 
-    train_eval.train_eval(FLAGS.root_dir, config_from_flags())
+    train_eval.train_eval(FLAGS.root_dir, config)
 
 
 def run():
