@@ -1,22 +1,17 @@
 """Progress of a compiled run: the TF-Agents trainer's progress line, TensorBoard, a history.
 
-The line is the one of :class:`keras_relational.agents.progress.Progress` (same fields, same
-format), so logs and ``result.json`` histories of both trainers read alike. In the compiled loop
-environment steps, acting and learning run inside one compiled call and cannot be timed apart:
-``learning_seconds`` is the time in that call and ``acting_seconds`` the host's time around it
-(level banks, bookkeeping); ``benchmarks/compiled_vs_tf_agents.py`` measures the acting share of
-the compiled call itself.
+The line is :func:`keras_relational.progress_bar.training_line`, as for
+:class:`keras_relational.agents.progress.Progress`, so logs and ``result.json`` histories of both
+trainers read alike. In the compiled loop environment steps, acting and learning run inside one
+compiled call and cannot be timed apart: ``learning_seconds`` is the time in that call and
+``acting_seconds`` the host's time around it (level banks, bookkeeping);
+``benchmarks/compiled_vs_tf_agents.py`` measures the acting share of the compiled call itself.
 """
 
 import math
 import time
 
-
-def progress_line(step, frames, fps, episodes, mean_return, rate, loss, acting_share):
-    """The progress line of both trainers (``step ... | acting  7%``)."""
-    return (f"step {step:6d} | frames {frames:9d} | {fps:7.0f} frames/s | episodes {episodes:4d} "
-            f"| return {mean_return:6.2f} | solved {100 * rate:5.1f}% | loss {loss:9.3f} | "
-            f"acting {100 * acting_share:3.0f}%")
+from keras_relational.progress_bar import eta_seconds, training_line
 
 
 class Progress:
@@ -36,6 +31,7 @@ class Progress:
         self._print = print_fn
         self.started = time.perf_counter()
         self._last_time, self._last_step = self.started, start_step
+        self._start_step = start_step
         self._reset_interval()
         self.history = []
         self.out_of_time = False
@@ -71,8 +67,10 @@ class Progress:
                                          metrics._asdict().items() if name in (
                                              "loss", "policy_gradient_loss", "value_loss",
                                              "entropy", "gradient_norm")})
-        self._print(progress_line(step, frames, fps, self._episodes, mean_return, rate,
-                                  float(metrics.loss), acting_share))
+        eta = eta_seconds(step, self._config.num_iterations, now - self.started,
+                          self._start_step)
+        self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
+                                  float(metrics.loss), acting_share, eta=eta))
         self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
                                  seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
