@@ -26,7 +26,9 @@ from collections.abc import Mapping
 
 from keras_relational import environments, validation
 
-AGENTS = ("relational", "simplicial", "baseline")
+# clift_relational: Clift et al. 2020's relational agent (their simplicial one without the
+# 2-simplicial branch), the Fig. 6 comparison.
+AGENTS = ("relational", "simplicial", "baseline", "clift_relational")
 ALGORITHMS = ("vtrace", "ppo")
 OPTIMIZERS = ("rmsprop", "adam")
 # env_name -> the environment's config dataclass.
