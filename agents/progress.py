@@ -74,7 +74,8 @@ class Progress:
                     f"return {mean_return:6.2f} | solved {100 * rate:5.1f}% | "
                     f"loss {float(self._loss):9.3f} | acting {100 * acting_share:3.0f}%{lag}")
         self.history.append(dict(step=step, frames=int(step * frames_per_step), fps=fps,
-                                 solve_rate=rate, seconds=now - self.started,
+                                 solve_rate=rate, average_return=mean_return,
+                                 seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
                                  learning_seconds=self._learning_seconds))
         self._acting_seconds = self._learning_seconds = 0.0
