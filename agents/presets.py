@@ -120,6 +120,20 @@ PRESETS = {
 }
 
 
+# The papers' headline numbers (fraction of levels solved), drawn as reference lines by
+# benchmarks/plot_rl_curves.py: (value, label).
+REFERENCE_LINES = {
+    "zambaldi_fig3": ((0.98, "Zambaldi Fig. 3: relational > 98 %"),
+                      (0.75, "Zambaldi Fig. 3: baseline < 75 %")),
+    "zambaldi_fig5": ((0.88, "Zambaldi Fig. 5a: relational > 88 % at L = 6, 8, 10"),
+                      (0.97, "Zambaldi Fig. 5b: relational 97 % held-out pairs"),
+                      (0.05, "Zambaldi Fig. 5a: baseline 5 % at L = 6")),
+    "clift_fig6": ((0.99, "Clift Fig. 6: simplicial ~0.99"),
+                   (0.92, "Clift Fig. 6: relational ~0.92"),
+                   (0.71, "Clift Fig. 6: both at the start ~0.71")),
+}
+
+
 def _check_name(name):
     validation.check_choice("presets", "preset", name, tuple(PRESETS))
     return PRESETS[name]
@@ -156,4 +170,4 @@ def describe(name):
             + ", ".join(f"{k}={v}" for k, v in settings.items()))
 
 
-__all__ = ["PRESETS", "describe", "train_config"]
+__all__ = ["PRESETS", "REFERENCE_LINES", "describe", "train_config"]

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from keras_relational.agents import curves, presets
+from keras_relational.agents import curves, export, presets
 from keras_relational.agents.train_eval import train_eval
 
 # Tiny sizes over every preset (the preset's levels, agent, optimizer and observations stay).
@@ -26,8 +26,15 @@ def _tiny_config(name, **overrides):
                                 **dict(_TINY, **overrides))
 
 
+@pytest.fixture
+def no_exports(monkeypatch):
+    """Skips the SavedModel exports (seconds each; test_train_eval.py covers them)."""
+    monkeypatch.setattr(export, "export_policies", lambda *args, **kwargs: None)
+    monkeypatch.setattr(export, "export_keras_model", lambda *args, **kwargs: (None, None))
+
+
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))
-def test_every_preset_trains_end_to_end_at_tiny_scale(tmp_path, name):
+def test_every_preset_trains_end_to_end_at_tiny_scale(tmp_path, name, no_exports):
     preset = presets.PRESETS[name]
     config = _tiny_config(name)
     # The preset's own settings survive the tiny overrides.
@@ -74,7 +81,7 @@ def test_binary_flags_win_over_the_preset():
     assert config.optimizer == "rmsprop" and config.learning_rate == 2e-4
 
 
-def test_a_run_stopped_by_max_seconds_continues_with_the_same_call(tmp_path):
+def test_a_run_stopped_by_max_seconds_continues_with_the_same_call(tmp_path, no_exports):
     """Two pieces: the first stops at its first progress line (max_seconds=0), says how to go on
     and keeps its checkpoint; the same call continues it; the curve spans both pieces."""
     root = str(tmp_path / "pieces")
