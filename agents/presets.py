@@ -108,9 +108,12 @@ PRESETS = {
         "baseline", environments.PRESETS["train"], dict(_BASELINE_1, head_units=(64,) * 4),
         "ours: the demo's settings on Fig. 3's levels (compare with Fig. 3)"),
     # The reduced-scale CPU curve of docs/rl.md: a 6 x 6 room, L 1-2, 0-1 distractors.
+    # benchmarks/rl_learning.py's setting; 2,100 updates of 64 x 20 frames (2.7e6 frames) are
+    # ~30 minutes on 2 idle CPU cores (results/rl_learning.md: 2.6e6 frames in 30 minutes).
     "cpu_curve_relational": _efficient(
         "relational", dict(goal_length=(1, 2), num_distractors=(0, 1), room_size=6), _NARROW,
-        "ours: reduced scale for 2 CPU cores (no paper number)"),
+        "ours: reduced scale for 2 CPU cores (no paper number)", num_iterations=2100,
+        log_interval=25, eval_episodes=200),
     "clift_fig6_simplicial": dict(
         paper=_FIG6, env="bridge", level={}, config=dict(_CLIFT, agent="simplicial"),
         model=dict(num_blocks=2, num_virtual_entities=2)),
