@@ -22,7 +22,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
-from keras_relational.agents import acting, curves, evaluation, export, learning
+from keras_relational.agents import acting, evaluation, export, learning
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.config import (
     AGENTS,  # noqa: F401  (re-exported: the names train_eval's callers know)
@@ -32,6 +32,7 @@ from keras_relational.agents.config import (
     environment_config,
     preset_environment,
 )
+from keras_relational.agents.curves import CurveFile
 from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.networks import agent_model_fn
 from keras_relational.agents.progress import Progress
@@ -140,7 +141,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     progress = _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
                       finished_episodes, os.path.join(root_dir, "collect_extra"), print_fn,
-                      policy_lag_fn, run_eval, curves.CurveFile(root_dir, start_step))
+                      policy_lag_fn, run_eval, CurveFile(root_dir, start_step))
 
     step = int(train_step.numpy())
     if step < config.num_iterations:  # stopped by max_seconds: one piece of a longer run
