@@ -26,7 +26,9 @@ from collections.abc import Mapping
 
 from keras_relational import environments, validation
 
-AGENTS = ("relational", "simplicial", "baseline")
+# clift_relational: Clift et al. 2020's relational agent (their simplicial one without the
+# 2-simplicial branch), the Fig. 6 comparison.
+AGENTS = ("relational", "simplicial", "baseline", "clift_relational")
 ALGORITHMS = ("vtrace", "ppo")
 # "tf_agents": TF-Agents' Actor and Learner (agents/train_eval.py); "compiled": environment steps,
 # acting and learning in one compiled function per update (agents/compiled/).

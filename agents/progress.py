@@ -124,7 +124,8 @@ class Progress:
         self._print(training_line(step, frames, fps, len(recent), mean_return, rate, self._loss,
                                   acting_share, policy_lag=lag, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps,
-                                 solve_rate=rate, seconds=now - self.started,
+                                 solve_rate=rate, average_return=mean_return,
+                                 seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
                                  learning_seconds=self._learning_seconds))
         self._acting_seconds = self._learning_seconds = 0.0

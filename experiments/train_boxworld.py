@@ -20,6 +20,11 @@ the policy lag shown in the progress lines); ``--ray_address`` joins a running R
     python -m keras_relational.experiments.train_boxworld --root_dir=/tmp/boxworld \
         --num_ray_actors=2
 
+``--preset=NAME`` selects one of the papers' settings (``keras_relational.agents.presets``, e.g.
+``zambaldi_fig3_relational``, ``clift_fig6_simplicial``); flags given on the command line win over
+the preset. Long runs go in pieces: ``--max_seconds=540`` checkpoints and exits cleanly, and the
+same command continues; ``root_dir/curves.jsonl`` holds the learning curve across the pieces.
+
 The training flags and their defaults are the fields of
 ``keras_relational.agents.config.TrainConfig``; the level flags those of
 ``keras_relational.environments.BoxWorldConfig``.
@@ -39,6 +44,7 @@ from absl import app, flags, logging
 
 from keras_relational import environments
 from keras_relational.agents import config as config_lib
+from keras_relational.agents import presets as presets_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
@@ -50,10 +56,19 @@ _LEVEL_FLAGS = {
     "distractor_length": "Boxes per distractor branch (original BoxWorld).",
     "room_size": "Side of the room (original BoxWorld).",
     "observation_type": "Observations: RGB pixels (rgb) or one-hot cell channels (one_hot).",
+    "branching": "Distractor branches: forward, or backward (Zambaldi et al. 2019, Fig. 8).",
+    "holdout": "Held-out key-lock combinations (Zambaldi et al. 2019, Fig. 5b): colors or pairs "
+               "(default: none).",
+    "split": "With --holdout: train levels (held-out combinations only on distractors) or test "
+             "levels (needed on the path).",
 }
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
             "trainer": config_lib.TRAINERS,
-            "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot")}
+            "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot"),
+            "branching": ("forward", "backward"), "holdout": ("colors", "pairs"),
+            "split": ("train", "test")}
+flags.DEFINE_enum("preset", None, list(presets_lib.PRESETS), "A paper's setting "
+                  "(keras_relational.agents.presets; flags given here win over it).")
 # Network flags: None keeps the default of the network's builder (the paper's).
 flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks (1: Zambaldi et al. 2019's "
                      "Box-World setting, also used for the simplicial agent).")
@@ -61,6 +76,8 @@ flags.DEFINE_integer("key_dim", None, "Attention key size per head (default: the
                      "64 for the relational agent, Zambaldi et al. 2019).")
 flags.DEFINE_integer("head_width", None, "Width of each of the 4 output MLP layers (default: "
                      "the network's, 256).")
+flags.DEFINE_integer("num_residual_blocks", None, "Baseline: residual conv blocks (default: the "
+                     "network's, 3; Zambaldi et al. 2019: 3 to 6).")
 
 
 def _define(name, field_type, default, help_text):
@@ -89,31 +106,58 @@ for _field in dataclasses.fields(environments.BoxWorldConfig):
         _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
 
 
+def _level_kwargs(env_name, given):
+    """The level flags of ``env_name`` (all of them, or only those in ``given``)."""
+    kwargs = dict(observation_type=FLAGS.observation_type)
+    if env_name == "original":
+        kwargs.update(goal_length=tuple(int(v) for v in FLAGS.goal_length),
+                      num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
+                      distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size,
+                      branching=FLAGS.branching, holdout=FLAGS.holdout, split=FLAGS.split)
+    return {k: v for k, v in kwargs.items() if given(k)}
+
+
+def _model_kwargs(agent, given):
+    """The network flags that apply to ``agent`` (all of them, or only those in ``given``)."""
+    kwargs = {}
+    if FLAGS.head_width is not None and given("head_width"):
+        kwargs["head_units"] = (FLAGS.head_width,) * 4
+    if agent in ("relational", "simplicial", "clift_relational") and given("num_blocks"):
+        kwargs["num_blocks"] = FLAGS.num_blocks
+    if agent == "relational" and FLAGS.key_dim is not None and given("key_dim"):
+        kwargs["key_dim"] = FLAGS.key_dim
+    if agent == "baseline" and FLAGS.num_residual_blocks is not None and given(
+            "num_residual_blocks"):
+        kwargs["num_residual_blocks"] = FLAGS.num_residual_blocks
+    return kwargs
+
+
 def config_from_flags():
-    """The :class:`TrainConfig` the flags describe."""
+    """The :class:`TrainConfig` the flags describe (over ``--preset``'s when one is given)."""
     hyperparameters = {f.name: FLAGS[f.name].value for f in config_lib.flag_fields()}
     hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
-    env_kwargs = dict(observation_type=FLAGS.observation_type)
-    if FLAGS.env == "original":
-        env_kwargs.update(goal_length=tuple(int(v) for v in FLAGS.goal_length),
-                          num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
-                          distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size)
-    model_kwargs = {}
-    if FLAGS.head_width is not None:
-        model_kwargs["head_units"] = (FLAGS.head_width,) * 4
-    if FLAGS.agent in ("relational", "simplicial"):
-        model_kwargs["num_blocks"] = FLAGS.num_blocks
-    if FLAGS.agent == "relational" and FLAGS.key_dim is not None:
-        model_kwargs["key_dim"] = FLAGS.key_dim
+    if FLAGS.preset is not None:  # only the flags given on the command line win over it
+        given = lambda name: FLAGS[name].present  # noqa: E731
+        preset = presets_lib.PRESETS[FLAGS.preset]
+        env_name = FLAGS.env if given("env") else preset["env"]
+        agent = FLAGS.agent if given("agent") else preset["config"]["agent"]
+        return presets_lib.train_config(
+            FLAGS.preset, level=_level_kwargs(env_name, given),
+            model=_model_kwargs(agent, given), env_name=env_name,
+            **{k: v for k, v in hyperparameters.items() if given(k)})
+    everything = lambda name: True  # noqa: E731
     return config_lib.TrainConfig(
-        environment=config_lib.environment_config(FLAGS.env, **env_kwargs),
-        model_kwargs=model_kwargs, **hyperparameters)
+        environment=config_lib.environment_config(
+            FLAGS.env, **_level_kwargs(FLAGS.env, everything)),
+        model_kwargs=_model_kwargs(FLAGS.agent, everything), **hyperparameters)
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
-    config = config_from_flags()  # invalid flag combinations fail here, before any training
+    config = config_from_flags()  # a bad flag fails here, before TensorFlow loads
+    if FLAGS.preset is not None:
+        print(presets_lib.describe(FLAGS.preset))
     if config.trainer == "compiled":
         # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
         from keras_relational.agents.compiled import train_eval as compiled_train_eval
