@@ -29,6 +29,8 @@ import time
 
 from absl import app, flags
 
+from keras_relational import json_files
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 FLAGS_FILE = os.path.join(HERE, "demo_flags.txt")
@@ -125,10 +127,7 @@ def _value(flag_list, name):
 
 
 def write_atomically(path, text):
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w") as f:
-        f.write(text)
-    os.replace(temporary, path)
+    json_files.write_text(path, text)
 
 
 def _markdown(report):
@@ -181,7 +180,7 @@ def main(argv):
         report["goal_met"] = report["complete"] and all(
             r["eval_solve_rate"] >= GOAL_SOLVE_RATE and r["wall_seconds"] < GOAL_WALL_SECONDS
             for r in report["runs"])
-        write_atomically(FLAGS.output + ".json", json.dumps(report, indent=1) + "\n")
+        json_files.write_json(FLAGS.output + ".json", report)
         write_atomically(FLAGS.output + ".md", _markdown(report))
     print(_markdown(report))
 

@@ -38,7 +38,6 @@ reused across seeds (``model_cache``), and no TensorBoard logs or exports are wr
 """
 
 import concurrent.futures
-import json
 import multiprocessing
 import os
 import resource
@@ -48,6 +47,7 @@ import keras
 from absl import app, flags
 
 from benchmarks import results_io
+from keras_relational import json_files
 from keras_relational.experiments import (
     palindromes_eval_lib,
     palindromes_lib,
@@ -303,8 +303,7 @@ def main(argv):
     text = "\n".join(lines)
     print(text)
     os.makedirs(FLAGS.root_dir, exist_ok=True)
-    with open(os.path.join(FLAGS.root_dir, "raw_results.json"), "w") as f:
-        json.dump(raw, f, indent=1, default=str)
+    json_files.write_json(os.path.join(FLAGS.root_dir, "raw_results.json"), raw, default=str)
     if FLAGS.output:
         results_io.write_markdown(FLAGS.output, text)
 

@@ -22,6 +22,7 @@ import time
 from absl import app, flags
 
 from benchmarks import results_io
+from keras_relational import json_files
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/predinet_table1", "Where runs and results are kept.")
@@ -122,9 +123,8 @@ def main(argv):
                     num_eval_examples=FLAGS.num_eval_examples,
                     eval_interval=FLAGS.eval_interval, seed=FLAGS.seed, export=False)
                 if not os.path.exists(meta_path):
-                    with open(meta_path, "w") as f:
-                        json.dump({"task": task, "central": central,
-                                   "minutes": (time.time() - start) / 60.0}, f)
+                    json_files.write_json(meta_path, {"task": task, "central": central,
+                                                      "minutes": (time.time() - start) / 60.0})
     text = (f"Relations Game, Table 1 subset. Ours: 1 seed, SGD lr 0.01, batch 10, "
             f"{FLAGS.num_train_examples:,} generated pentomino training images, accuracy on "
             f"{FLAGS.num_eval_examples:,} generated held-out images per set; 'train min' is the "

@@ -13,7 +13,6 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
   ``query [B,W]`` int32; output logits ``[B,V]``).
 """
 
-import json
 import math
 import os
 import time
@@ -21,6 +20,7 @@ import time
 import keras
 import numpy as np
 
+from keras_relational import json_files
 from keras_relational.environments import babi
 from keras_relational.experiments import distribution_lib
 from keras_relational.models.tpr_rnn import tpr_rnn
@@ -198,9 +198,9 @@ def train_eval(
     keras.utils.set_random_seed(seed)
     splits, vocabulary, dims = load_data(tasks, data_dir, root_dir, num_train, num_valid,
                                          num_test, seed, story_options)
-    with open(os.path.join(root_dir, "vocabulary.json"), "w") as f:
-        json.dump({"words": list(vocabulary.words), "max_sentences": dims[0],
-                   "max_words": dims[1], "tasks": list(tasks)}, f)
+    json_files.write_json(os.path.join(root_dir, "vocabulary.json"),
+                          {"words": list(vocabulary.words), "max_sentences": dims[0],
+                           "max_words": dims[1], "tasks": list(tasks)}, indent=None)
     train = _arrays(splits["train"], vocabulary, dims, tasks)
     valid = _arrays(splits["valid"], vocabulary, dims, tasks)
     print(f"tasks {tasks}: {len(train['answer'])} train / {len(valid['answer'])} valid "
@@ -263,9 +263,9 @@ def train_eval(
     }
     table = error_table(test_error)
     print(table)
-    with open(os.path.join(root_dir, "results.json"), "w") as f:
-        json.dump({**results, "test_error": {str(k): v for k, v in test_error.items()}}, f,
-                  indent=2)
+    json_files.write_json(os.path.join(root_dir, "results.json"),
+                          {**results, "test_error": {str(k): v for k, v in test_error.items()}},
+                          indent=2)
     with open(os.path.join(root_dir, "results.md"), "w") as f:
         f.write(table + "\n")
     if export:

@@ -4,11 +4,18 @@ absl's ``--help`` prints ``__main__``'s docstring and key flags. Under ``python 
 keras_relational.experiments.train_boxworld`` the binary is ``__main__``; under the installed
 ``train_boxworld`` console script ``__main__`` is a generated wrapper with neither, so each
 binary's ``run()`` calls ``adopt_main_help(__name__)`` before ``absl.app.run(main)``.
+
+It also holds the binaries' shared flag checks (``define_int_list``, ``require_ranges``,
+``require_only_for``, ``require_writable_file``): every flag is checked when it is parsed, before
+anything is built, loaded or trained.
 """
 
+import os
 import sys
 
 from absl import flags
+
+from keras_relational import validation
 
 
 def adopt_main_help(module_name):
@@ -23,3 +30,97 @@ def adopt_main_help(module_name):
     main_module.__doc__ = binary.__doc__
     for flag in flags.FLAGS.get_key_flags_for_module(module_name):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+# Flag validation, registered once per binary through the helpers below, so a bad flag is an
+# absl error at parsing ("flag --episodes=-3: `episodes`: expected an integer >= 0, received -3.")
+# before anything is built, loaded or trained. The checks themselves are
+# keras_relational.validation's.
+
+
+class IntListParser(flags.ListParser):
+    """Parses ``"1,2,3"`` into a list of ints (>= ``minimum`` when given)."""
+
+    def __init__(self, name, minimum=None):
+        super().__init__()
+        self._name, self._minimum = name, minimum
+
+    def parse(self, argument):
+        values = argument if isinstance(argument, (list, tuple)) else super().parse(argument)
+        return list(validation.parse_int_list(self._name, values, self._minimum))
+
+    def flag_type(self):
+        return "comma-separated list of integers"
+
+
+def define_int_list(name, default, help_text, minimum=None, flag_values=flags.FLAGS):
+    """An absl list flag whose value is a list of ints (``--goal_length=1,2``), checked when
+    parsed: ``--goal_length=abc`` is a clear error naming the flag."""
+    default = None if default is None else ",".join(str(v) for v in default)
+    flags.DEFINE(IntListParser(name, minimum), name, default, help_text,
+                 flag_values=flag_values, serializer=flags.CsvListSerializer(","),
+                 module_name=sys._getframe(1).f_globals.get("__name__"))
+
+
+def _register(name, check, flag_values):
+    def checker(value):
+        try:
+            check(value)
+        except ValueError as error:
+            raise flags.ValidationError(str(error)) from None
+        return True
+
+    flags.register_validator(name, checker, flag_values=flag_values)
+
+
+def require_ranges(ranges, exclusive_low=(), flag_values=flags.FLAGS):
+    """Registers a range check on each numeric flag of ``ranges``.
+
+    ``ranges`` maps a flag name to ``(low, high)``: either bound None for none; the flags named
+    in ``exclusive_low`` must be above ``low``. Integer flags must be ints in the range, float
+    flags finite numbers in it; a flag whose default is None may stay None (its "unset" value).
+    """
+    for name, (low, high) in ranges.items():
+        flag = flag_values[name]
+        integer = isinstance(flag.parser, flags.IntegerParser)
+        allow_none = flag.default is None
+        _register(name, lambda value, name=name, low=low, high=high, integer=integer,
+                  allow_none=allow_none: validation.check_number_in_range(
+                      name, value, low, high, integer=integer, allow_none=allow_none,
+                      low_exclusive=name in exclusive_low),
+                  flag_values)
+
+
+def require_only_for(selector, value, names, flag_values=flags.FLAGS):
+    """Rejects the flags ``names`` given on the command line unless ``--selector=value``.
+
+    E.g. the level flags of the original BoxWorld given with ``--env=bridge``: silently ignoring
+    them would train or play on levels other than those asked for.
+    """
+    def checker(values):
+        if values[selector] == value:
+            return True
+        given = sorted(n for n in names if flag_values[n].present)
+        if given:
+            raise flags.ValidationError(
+                f"{', '.join('--' + n for n in given)}: expected only with "
+                f"--{selector}={value} (ignored otherwise), received --{selector}="
+                f"{values[selector]}.")
+        return True
+
+    flags.register_multi_flags_validator([selector, *names], checker, flag_values=flag_values)
+
+
+def require_writable_file(name, flag_values=flags.FLAGS):
+    """Checks, when parsed, that the path of flag ``name`` (if set) can be written: its
+    directory exists and is writable, and it is not a directory."""
+    def check(path):
+        if path is None:
+            return
+        directory = os.path.dirname(os.path.abspath(path)) or "."
+        if os.path.isdir(path) or not os.path.isdir(directory) or not os.access(
+                directory, os.W_OK):
+            raise validation.invalid_value(
+                name, "a file path in an existing, writable directory", path)
+
+    _register(name, check, flag_values)

@@ -29,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_relational import json_files
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib
 from keras_relational.models import relations_game as models
@@ -179,8 +180,7 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     model.save_weights(final_weights)
     if export:
         model.export(os.path.join(stage_dir, "saved_model"), verbose=False)
-    with open(results_path, "w") as f:
-        json.dump(results, f, indent=2)
+    json_files.write_json(results_path, results, indent=2)
     print(f"[{stage_name}] final held-out accuracy: {results}", flush=True)
     return results
 
@@ -296,8 +296,7 @@ def train_eval(
         results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
                                          target_train, target_eval, num_batches, seed=seed + 3,
                                          stage_name=STAGES[3], **common)
-        with open(os.path.join(root_dir, "results.json"), "w") as f:
-            json.dump(results, f, indent=2)
+        json_files.write_json(os.path.join(root_dir, "results.json"), results, indent=2)
         return results
 
 

@@ -29,6 +29,7 @@ from absl import app, flags, logging
 
 from keras_relational import environments
 from keras_relational.agents import config as config_lib
+from keras_relational.experiments import console
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
@@ -41,6 +42,7 @@ _LEVEL_FLAGS = {
     "room_size": "Side of the room (original BoxWorld).",
     "observation_type": "Observations: RGB pixels (rgb) or one-hot cell channels (one_hot).",
 }
+_INT_LISTS = {"goal_length": 1, "num_distractors": 0}  # the list flags of ints, and their minimum
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
             "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot")}
 # Network flags: None keeps the default of the network's builder (the paper's).
@@ -65,6 +67,8 @@ def _define(name, field_type, default, help_text):
         flags.DEFINE_integer(name, default, help_text)
     elif base is float:
         flags.DEFINE_float(name, default, help_text)
+    elif base is tuple and name in _INT_LISTS:
+        console.define_int_list(name, default, help_text, minimum=_INT_LISTS[name])
     elif base is tuple:
         flags.DEFINE_list(name, [str(v) for v in default], help_text)
     else:
@@ -76,6 +80,12 @@ for _field in config_lib.flag_fields():
 for _field in dataclasses.fields(environments.BoxWorldConfig):
     if _field.name in _LEVEL_FLAGS:
         _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
+console.require_ranges({**config_lib.RANGES, "room_size": (4, None),
+                        "distractor_length": (1, None), "num_blocks": (1, None),
+                        "key_dim": (1, None), "head_width": (1, None)},
+                       exclusive_low=config_lib.EXCLUSIVE_LOW)
+console.require_only_for("env", "original", ["goal_length", "num_distractors",
+                                             "distractor_length", "room_size", "test_presets"])
 
 
 def config_from_flags():
@@ -84,8 +94,8 @@ def config_from_flags():
     hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
     env_kwargs = dict(observation_type=FLAGS.observation_type)
     if FLAGS.env == "original":
-        env_kwargs.update(goal_length=tuple(int(v) for v in FLAGS.goal_length),
-                          num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
+        env_kwargs.update(goal_length=tuple(FLAGS.goal_length),
+                          num_distractors=tuple(FLAGS.num_distractors),
                           distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size)
     model_kwargs = {}
     if FLAGS.head_width is not None:
@@ -102,15 +112,14 @@ def config_from_flags():
 def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
+    config = config_from_flags()  # level and training errors before TensorFlow loads
     from keras_relational.agents import train_eval  # sets TF_USE_LEGACY_KERAS first
 
-    train_eval.train_eval(FLAGS.root_dir, config_from_flags())
+    train_eval.train_eval(FLAGS.root_dir, config)
 
 
 def run():
     """The ``train_boxworld`` console script (the same help and flags as ``python -m``)."""
-    from keras_relational.experiments import console
-
     console.adopt_main_help(__name__)
     app.run(main)
 

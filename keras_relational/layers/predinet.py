@@ -132,6 +132,10 @@ class PrediNet(keras.layers.Layer):
         return ops.softmax(logits, axis=-1)
 
     def call(self, inputs, return_attention_scores=False):
+        # Its query kernels flatten all N entities, so N is fixed when it is built.
+        validation.check_built_shape(self, "inputs", inputs.shape,
+                                     (None, self.num_entities, self.features),
+                                     "[batch, entities N, features m]")
         keys = ops.einsum("bnm,mg->bng", inputs, self.key_kernel)
         flat = ops.reshape(inputs, (-1, self.num_entities * self.features))
         attention_1 = self._attend(flat, keys, self.query_kernel_1)
