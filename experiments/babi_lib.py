@@ -23,6 +23,7 @@ import numpy as np
 from keras_relational import json_files
 from keras_relational.environments import babi
 from keras_relational.experiments import distribution_lib
+from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models.tpr_rnn import tpr_rnn
 
 
@@ -228,7 +229,7 @@ def train_eval(
         print(f"warm-starting from {best_path}")
         model.load_weights(best_path)
     callbacks = [
-        keras.callbacks.BackupAndRestore(backup_dir),
+        SafeBackupAndRestore(backup_dir),
         _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
                               decay_threshold),
         keras.callbacks.TerminateOnNaN(),

@@ -32,6 +32,7 @@ import tensorflow as tf
 from keras_relational import json_files
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib
+from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models import relations_game as models
 
 HELD_OUT_SETS = ("hexominoes", "stripes")
@@ -161,7 +162,8 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
                                        250) for name, data in eval_data.items()}
     epochs = max(1, num_batches // eval_interval)
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(stage_dir, "backup")),
+        # Kept after fit: a kill before results.json is written loses no epoch of the stage.
+        SafeBackupAndRestore(os.path.join(stage_dir, "backup"), delete_checkpoint=False),
         keras.callbacks.ModelCheckpoint(os.path.join(stage_dir, "checkpoint.weights.h5"),
                                         save_weights_only=True),
         keras.callbacks.TensorBoard(stage_dir, update_freq="epoch"),  # -> stage_dir/train

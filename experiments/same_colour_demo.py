@@ -13,6 +13,7 @@ Writes ``root_dir/model.keras`` (the trained model; a repeated run reloads it), 
 """
 
 import os
+import shutil
 
 import numpy as np
 from absl import app, flags, logging
@@ -76,10 +77,14 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     """
     import keras
 
+    from keras_relational import faults
+    from keras_relational.experiments.safe_backup import SafeBackupAndRestore
+
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     keras.utils.set_random_seed(seed)
     os.makedirs(root_dir, exist_ok=True)
     model_path = os.path.join(root_dir, "model.keras")
+    backup_dir = os.path.join(root_dir, "backup")
     x_eval, y_eval = make_same_colour_dataset(num_eval, seed=seed + 1)
     if os.path.exists(model_path):
         print(f"Training already finished; reloading {model_path}")
@@ -98,11 +103,16 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
             x_train, y_train, epochs=epochs, batch_size=batch_size, verbose=2,
             validation_data=(x_eval, y_eval),
             callbacks=[
-                keras.callbacks.BackupAndRestore(os.path.join(root_dir, "backup")),
+                # Kept until model.keras is written: a kill in between loses no epoch.
+                SafeBackupAndRestore(backup_dir, delete_checkpoint=False),
                 keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
             ],
         )
-        model.save(model_path)
+        partial = os.path.join(root_dir, "partial.model.keras")
+        model.save(partial)
+        faults.point("export")  # the fault tests kill here: no half-written model.keras
+        os.replace(partial, model_path)
+        shutil.rmtree(backup_dir)
     _, accuracy = model.evaluate(x_eval, y_eval, verbose=0)
     export_dir = os.path.join(root_dir, "saved_model")
     model.export(export_dir, verbose=False)
