@@ -30,6 +30,7 @@ import time
 from absl import app, flags
 
 from keras_relational import json_files
+from keras_relational.experiments import console
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -39,7 +40,7 @@ GOAL_SOLVE_RATE = 0.85  # issue 22: at least 85 % of the evaluation levels
 GOAL_WALL_SECONDS = 600.0  # issue 22: in under 10 minutes on 2 CPU cores
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds, trained one after the other.")
+console.define_int_list("seeds", [0, 1, 2], "Seeds, trained one after the other.", minimum=0)
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_demo_reproduce",
                     "Runs go to root_dir/seed<N>, emptied first.")
 flags.DEFINE_string("output", os.path.join(HERE, "results", "demo"),

@@ -39,25 +39,26 @@ def adopt_main_help(module_name):
 
 
 class IntListParser(flags.ListParser):
-    """Parses ``"1,2,3"`` into a list of ints (>= ``minimum`` when given)."""
+    """Parses ``"1,2,3"`` into a list of ints (in ``[minimum, maximum]`` when given)."""
 
-    def __init__(self, name, minimum=None):
+    def __init__(self, name, minimum=None, maximum=None):
         super().__init__()
-        self._name, self._minimum = name, minimum
+        self._name, self._minimum, self._maximum = name, minimum, maximum
 
     def parse(self, argument):
         values = argument if isinstance(argument, (list, tuple)) else super().parse(argument)
-        return list(validation.parse_int_list(self._name, values, self._minimum))
+        return list(validation.parse_int_list(self._name, values, self._minimum, self._maximum))
 
     def flag_type(self):
         return "comma-separated list of integers"
 
 
-def define_int_list(name, default, help_text, minimum=None, flag_values=flags.FLAGS):
+def define_int_list(name, default, help_text, minimum=None, maximum=None,
+                    flag_values=flags.FLAGS):
     """An absl list flag whose value is a list of ints (``--goal_length=1,2``), checked when
     parsed: ``--goal_length=abc`` is a clear error naming the flag."""
     default = None if default is None else ",".join(str(v) for v in default)
-    flags.DEFINE(IntListParser(name, minimum), name, default, help_text,
+    flags.DEFINE(IntListParser(name, minimum, maximum), name, default, help_text,
                  flag_values=flag_values, serializer=flags.CsvListSerializer(","),
                  module_name=sys._getframe(1).f_globals.get("__name__"))
 
@@ -89,6 +90,17 @@ def require_ranges(ranges, exclusive_low=(), flag_values=flags.FLAGS):
                       name, value, low, high, integer=integer, allow_none=allow_none,
                       low_exclusive=name in exclusive_low),
                   flag_values)
+
+
+def require_subset(name, choices, flag_values=flags.FLAGS):
+    """Checks, when parsed, that the list flag ``name`` is a non-empty list of ``choices``."""
+    def check(values):
+        if not values or any(v not in choices for v in values):
+            raise validation.invalid_value(
+                name, f"a non-empty comma-separated list of {', '.join(choices)}",
+                ",".join(values or []))
+
+    _register(name, check, flag_values)
 
 
 def require_only_for(selector, value, names, flag_values=flags.FLAGS):

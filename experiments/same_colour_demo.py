@@ -126,6 +126,7 @@ flags.DEFINE_string("root_dir", "/tmp/keras_relational_same_colour", "Output dir
 flags.DEFINE_integer("epochs", 8, "Training epochs.")
 flags.DEFINE_integer("num_train", 4000, "Generated training examples.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
+console.require_ranges({"epochs": (1, None), "num_train": (1, None), "seed": (0, 2**32 - 1)})
 distribution_lib.define_distribution_strategy_flag()
 
 

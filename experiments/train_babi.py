@@ -20,7 +20,8 @@ from keras_relational.experiments import babi_lib, console, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
-flags.DEFINE_list("tasks", ["1"], "bAbI tasks; several are trained jointly.")
+console.define_int_list("tasks", [1], "bAbI tasks (1-20); several are trained jointly.",
+                        minimum=1, maximum=20)
 flags.DEFINE_string("data_dir", None, "Folder with real bAbI files; default: generate data.")
 flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.")
 flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.")
@@ -42,6 +43,13 @@ flags.DEFINE_integer("patience", 30, "Early stopping patience in epochs (validat
 flags.DEFINE_float("target_val_accuracy", None, "Stop once validation accuracy reaches this.")
 flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes.")
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
+console.require_ranges({
+    "num_train": (1, None), "num_valid": (1, None), "num_test": (1, None),
+    "entity_dim": (1, None), "relation_dim": (1, None), "hidden_dim": (1, None),
+    "batch_size": (1, None), "epochs": (1, None), "learning_rate": (0, None),
+    "warmup_steps": (0, None), "global_clipnorm": (0, None), "patience": (0, None),
+    "target_val_accuracy": (0, 1), "max_minutes": (0, None), "seed": (0, 2**32 - 1)},
+    exclusive_low=("learning_rate", "global_clipnorm", "max_minutes"))
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
@@ -50,7 +58,7 @@ def main(argv):
     del argv
     babi_lib.train_eval(
         FLAGS.root_dir,
-        tasks=[int(t) for t in FLAGS.tasks],
+        tasks=list(FLAGS.tasks),
         data_dir=FLAGS.data_dir,
         num_train=FLAGS.num_train,
         num_valid=FLAGS.num_valid,

@@ -38,6 +38,11 @@ flags.DEFINE_integer("eval_interval", 500, "Batches between held-out evaluations
 flags.DEFINE_float("early_stopping_accuracy", None, "Stop a stage at this held-out accuracy.")
 flags.DEFINE_integer("num_heads", None, "PrediNet/MHA heads (default 32).")
 flags.DEFINE_integer("seed", 0, "Seed for data and weights.")
+console.require_ranges({
+    "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
+    "num_train_examples": (1, None), "num_eval_examples": (1, None), "eval_interval": (1, None),
+    "early_stopping_accuracy": (0, 1), "num_heads": (1, None), "seed": (0, 2**32 - 1)},
+    exclusive_low=("learning_rate",))
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 

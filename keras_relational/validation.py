@@ -209,7 +209,7 @@ def check_number_in_range(argument, value, low=None, high=None, integer=False,
     return value
 
 
-def parse_int_list(argument, values, minimum=None):
+def parse_int_list(argument, values, minimum=None, maximum=None):
     """``values`` (strings or ints, e.g. a flag's ``"1,2"`` split at commas) as a tuple of ints.
 
     Raises a ``ValueError`` naming ``argument`` with the offending item, e.g. for
@@ -218,15 +218,18 @@ def parse_int_list(argument, values, minimum=None):
     """
     if isinstance(values, str):
         values = [v for v in values.split(",") if v.strip()] if values.strip() else []
-    expected = "a non-empty comma-separated list of integers" + (
-        f" >= {minimum}" if minimum is not None else "")
+    bounds = [f">= {minimum}" if minimum is not None else "",
+              f"<= {maximum}" if maximum is not None else ""]
+    expected = " ".join(["a non-empty comma-separated list of integers",
+                         " and ".join(b for b in bounds if b)]).strip()
     parsed = []
     for value in values:
         try:
             number = int(str(value).strip(), 10) if not _is_int(value) else int(value)
         except ValueError:
             raise invalid_value(argument, expected, ",".join(str(v) for v in values)) from None
-        if minimum is not None and number < minimum:
+        if (minimum is not None and number < minimum) or (
+                maximum is not None and number > maximum):
             raise invalid_value(argument, expected, ",".join(str(v) for v in values))
         parsed.append(number)
     if not parsed:
