@@ -123,16 +123,18 @@ def require_only_for(selector, value, names, flag_values=flags.FLAGS):
     flags.register_multi_flags_validator([selector, *names], checker, flag_values=flag_values)
 
 
-def require_writable_file(name, flag_values=flags.FLAGS):
+def require_writable_file(name, suffixes=None, flag_values=flags.FLAGS):
     """Checks, when parsed, that the path of flag ``name`` (if set) can be written: its
-    directory exists and is writable, and it is not a directory."""
+    directory exists and is writable, it is not a directory, and it ends with one of
+    ``suffixes`` (when given)."""
     def check(path):
         if path is None:
             return
         directory = os.path.dirname(os.path.abspath(path)) or "."
+        expected = "a file path in an existing, writable directory" + (
+            f" ending with {' or '.join(suffixes)}" if suffixes else "")
         if os.path.isdir(path) or not os.path.isdir(directory) or not os.access(
-                directory, os.W_OK):
-            raise validation.invalid_value(
-                name, "a file path in an existing, writable directory", path)
+                directory, os.W_OK) or (suffixes and not path.lower().endswith(suffixes)):
+            raise validation.invalid_value(name, expected, path)
 
     _register(name, check, flag_values)

@@ -32,7 +32,7 @@ flags.DEFINE_integer("max_steps_per_episode", 500, "Safety cap for policies with
 console.require_ranges({"room_size": (4, None), "episodes": (1, None), "seed": (0, 2**32 - 1),
                         "max_steps_per_episode": (1, None)})
 console.require_only_for("env", "original", ["goal_length", "num_distractors", "room_size"])
-console.require_writable_file("gif")
+console.require_writable_file("gif", suffixes=(".gif", ".png"))  # save_episode's formats
 
 
 def make_environment(policy_spec):

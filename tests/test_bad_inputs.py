@@ -271,6 +271,7 @@ _FLAG_CASES = {
         ("--episodes=-3", "`episodes`", "integer >= 1", "received -3"),
         ("--gif=/nonexistent/dir/episode.gif", "`gif`", "existing, writable directory",
          "'/nonexistent/dir/episode.gif'"),
+        ("--gif=/tmp/episode.mp4", "`gif`", "ending with .gif or .png", "'/tmp/episode.mp4'"),
         ("--goal_length=abc", "`goal_length`", "list of integers", "'abc'"),
         ("--env=bridge --goal_length=2", "--goal_length", "--env=original",
          "received --env=bridge"),
