@@ -14,7 +14,6 @@ train-step counter continues). The hyperparameters and their defaults are
 
 import dataclasses
 import gc
-import json
 import os
 import time
 
@@ -22,7 +21,15 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
-from keras_relational.agents import acting, evaluation, export, learning, tensor_environment
+from keras_relational import json_files
+from keras_relational.agents import (
+    acting,
+    checkpoints,
+    evaluation,
+    export,
+    learning,
+    tensor_environment,
+)
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.config import (
     AGENTS,  # noqa: F401  (re-exported: the names train_eval's callers know)
@@ -90,6 +97,9 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     keras.utils.set_random_seed(config.seed)
     os.makedirs(root_dir, exist_ok=True)
+    # Before the Learner restores: the newest readable checkpoint, or a clear error (never a
+    # silent restart from step 0 over existing checkpoints).
+    checkpoints.prepare_resume(root_dir, warn=print_fn)
     collect_env = _collect_environment(config)
     observation_spec = tensor_spec.to_array_spec(
         tensor_spec.from_spec(collect_env.observation_spec()))
@@ -174,8 +184,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
         keras_model_dir=keras_model_dir, keras_file=keras_file,
         actor_jit_compile=config.actors_jit_compile, history=progress.history)
-    with open(os.path.join(root_dir, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    json_files.write_json(os.path.join(root_dir, "result.json"), result)
     print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, policies in "
              f"{policies_dir}, Keras model in {keras_model_dir}")
     # Release the generator-backed dataset iterator while Python is alive; left to interpreter

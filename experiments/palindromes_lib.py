@@ -13,6 +13,7 @@ import time
 import keras
 from absl import logging
 
+from keras_relational import validation
 from keras_relational.experiments import distribution_lib, symmetry_lib
 from keras_relational.experiments import palindromes_eval_lib as eval_lib
 from keras_relational.models import symmetry
@@ -287,6 +288,7 @@ def train_seeds(root_dir, models, conditions, seeds, n_per_length=20000, long_n_
     Run ``S`` writes ``root_dir/CONDITION/MODEL/seed_S/``; ``kwargs`` go to
     ``palindromes_train_eval`` (the conv-stack-only ones are dropped for the LSTM).
     """
+    validation.check_int_at_least("seeds", seeds, 1)  # 0 would summarise no run
     summary = {}
     for condition in conditions:
         data = eval_lib.palindrome_data(condition, n_per_length, long_n_per_length, data_seed)

@@ -45,6 +45,7 @@ from absl import app, flags, logging
 from keras_relational import environments
 from keras_relational.agents import config as config_lib
 from keras_relational.agents import presets as presets_lib
+from keras_relational.experiments import console
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
@@ -62,6 +63,7 @@ _LEVEL_FLAGS = {
     "split": "With --holdout: train levels (held-out combinations only on distractors) or test "
              "levels (needed on the path).",
 }
+_INT_LISTS = {"goal_length": 1, "num_distractors": 0}  # the list flags of ints, and their minimum
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
             "trainer": config_lib.TRAINERS,
             "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot"),
@@ -93,6 +95,8 @@ def _define(name, field_type, default, help_text):
         flags.DEFINE_integer(name, default, help_text)
     elif base is float:
         flags.DEFINE_float(name, default, help_text)
+    elif base is tuple and name in _INT_LISTS:
+        console.define_int_list(name, default, help_text, minimum=_INT_LISTS[name])
     elif base is tuple:
         flags.DEFINE_list(name, [str(v) for v in default], help_text)
     else:
@@ -104,6 +108,12 @@ for _field in config_lib.flag_fields():
 for _field in dataclasses.fields(environments.BoxWorldConfig):
     if _field.name in _LEVEL_FLAGS:
         _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
+console.require_ranges({**config_lib.RANGES, "room_size": (4, None),
+                        "distractor_length": (1, None), "num_blocks": (1, None),
+                        "key_dim": (1, None), "head_width": (1, None)},
+                       exclusive_low=config_lib.EXCLUSIVE_LOW)
+console.require_only_for("env", "original", ["goal_length", "num_distractors",
+                                             "distractor_length", "room_size", "test_presets"])
 
 
 def _level_kwargs(env_name, given):
