@@ -49,9 +49,9 @@ def test_every_preset_trains_end_to_end_at_tiny_scale(tmp_path, name, no_exports
 
 
 def test_overrides_win_over_the_preset():
-    config = presets.train_config("zambaldi_fig3_relational", level=dict(room_size=8),
+    config = presets.train_config("zambaldi_fig3_relational", level=dict(room_size=14),
                                   model=dict(num_blocks=3), learning_rate=1e-4)
-    assert config.learning_rate == 1e-4 and config.environment.room_size == 8
+    assert config.learning_rate == 1e-4 and config.environment.room_size == 14
     assert config.model_kwargs == dict(num_blocks=3)
     assert config.environment.goal_length == (1, 2, 3, 4)  # the preset's, not overridden
     assert config.optimizer_name() == "rmsprop" and config.unroll_length == 40
@@ -82,10 +82,10 @@ def test_binary_flags_win_over_the_preset():
 
 
 def test_a_run_stopped_by_max_seconds_continues_with_the_same_call(tmp_path, no_exports):
-    """Two pieces: the first stops at its first progress line (max_seconds=0), says how to go on
+    """Two pieces: the first stops at its first progress line (a budget of a microsecond), says how to go on
     and keeps its checkpoint; the same call continues it; the curve spans both pieces."""
     root = str(tmp_path / "pieces")
-    config = _tiny_config("cpu_curve_relational", num_iterations=3, max_seconds=0.0,
+    config = _tiny_config("cpu_curve_relational", num_iterations=3, max_seconds=1e-6,
                           checkpoint_interval=1000, eval_episodes=0)
     first_lines, second_lines = [], []
     first = train_eval(root, config, print_fn=first_lines.append)
