@@ -82,8 +82,9 @@ def test_binary_flags_win_over_the_preset():
 
 
 def test_a_run_stopped_by_max_seconds_continues_with_the_same_call(tmp_path, no_exports):
-    """Two pieces: the first stops at its first progress line (a budget of a microsecond), says how to go on
-    and keeps its checkpoint; the same call continues it; the curve spans both pieces."""
+    """Two pieces: the first stops at its first progress line (a one-microsecond budget), says
+    how to go on and keeps its checkpoint; the same call continues it; the curve spans both
+    pieces."""
     root = str(tmp_path / "pieces")
     config = _tiny_config("cpu_curve_relational", num_iterations=3, max_seconds=1e-6,
                           checkpoint_interval=1000, eval_episodes=0)
