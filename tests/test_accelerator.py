@@ -35,11 +35,6 @@ _ON_CPU = os.environ.get("KERAS_RELATIONAL_ACCELERATOR_ON_CPU") == "1"
 # op; 1e-4 leaves room for the few dozen ops of a layer and its backward pass.
 GPU_TOLERANCE = 1e-4
 
-# Known defect: under mixed_bfloat16 on JAX, SimplicialAttention's gradients are NaN for
-# all-zero entities (docs: tests/mixed_precision_cases.py, JAX_CASES).
-_KNOWN_16BIT_DEFECTS = {"SimplicialAttention[virtual]", "SimplicialAttention[full]",
-                        "SimplicialTransformerBlock"}
-
 
 @contextlib.contextmanager
 def _on(device_kind):
@@ -99,14 +94,10 @@ def test_layer_forward_and_backward_on_gpu_match_cpu(name):
 
 @pytest.mark.accelerator
 @pytest.mark.parametrize("name", case_names())
-def test_layer_16bit_paths_on_gpu_are_finite(name, request):
+def test_layer_16bit_paths_on_gpu_are_finite(name):
     """``check_mixed_precision`` on the GPU over the degenerate inputs (zeros, collinear,
     orthogonal, masked rows): mixed_bfloat16 and mixed_float16 outputs and gradients finite,
     outputs within the contract's tolerance of float32."""
-    if name in _KNOWN_16BIT_DEFECTS and keras.backend.backend() == "jax":
-        request.applymarker(pytest.mark.xfail(
-            reason="open defect: NaN bfloat16 gradients for all-zero entities on JAX",
-            strict=False))
     with _on("gpu"):
         failures = check_case(name)
     assert failures == []
