@@ -22,7 +22,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The repository root last: `benchmarks` from the checkout, keras_relational as installed (a
+# checkout on sys.path first would shadow the installed package and its mapped folders).
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import paper_models, results_io  # noqa: E402
 
 POLICIES = ("float32", "mixed_bfloat16")

@@ -24,7 +24,7 @@ from mixed_precision_cases import case_names, cases, check_case
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO_ROOT not in sys.path:  # `benchmarks` is a folder of scripts run from the repo root
-    sys.path.insert(0, _REPO_ROOT)
+    sys.path.append(_REPO_ROOT)  # last: never shadowing the installed keras_relational
 from benchmarks import paper_models  # noqa: E402
 
 _ON_CPU = os.environ.get("KERAS_RELATIONAL_ACCELERATOR_ON_CPU") == "1"
