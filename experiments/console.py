@@ -189,9 +189,14 @@ def define_int_list(name, default, help_text, minimum=None, maximum=None,
     """An absl list flag whose value is a list of ints (``--goal_length=1,2``), checked when
     parsed: ``--goal_length=abc`` is a clear error naming the flag."""
     default = None if default is None else ",".join(str(v) for v in default)
+    # The defining module, named as absl names it (``__main__`` as ``sys.argv[0]``), so that the
+    # flag is one of the binary's key flags in ``--help`` under ``python -m`` too.
+    module_name = sys._getframe(1).f_globals.get("__name__")
+    if module_name == "__main__":
+        module_name = sys.argv[0]
     flags.DEFINE(IntListParser(name, minimum, maximum), name, default, help_text,
                  flag_values=flag_values, serializer=flags.CsvListSerializer(","),
-                 module_name=sys._getframe(1).f_globals.get("__name__"))
+                 module_name=module_name)
 
 
 def _register(name, check, flag_values):

@@ -37,7 +37,7 @@ def _tiny_policy_export(root):
     from keras_relational.environments import BoxWorldConfig
 
     config = TrainConfig(environment=BoxWorldConfig(goal_length=1, num_distractors=0,
-                                                    room_size=4, observation_type="one_hot"),
+                                                    room_size=5, observation_type="one_hot"),
                          num_envs=2, unroll_length=2, jit_compile=False)
     env = make_boxworld_environment(config.environment, num_envs=2)
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())

@@ -265,4 +265,6 @@ def test_environment_modules_import_numpy_only():
         # A relative import (`from .tasks import ...`) stays inside keras_relational.
         imported |= {node.module.split(".")[0] if node.level == 0 else "keras_relational"
                      for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        assert imported <= {"numpy", "keras_relational", "itertools"}, (path.name, imported)
+        # The standard library's file handling is fine (the .npz reader); nothing else.
+        allowed = {"numpy", "keras_relational", "itertools", "os", "tempfile", "zipfile"}
+        assert imported <= allowed, (path.name, imported)

@@ -2,8 +2,8 @@
 
 SIGKILL while a backup is written and while the model is exported (a deterministic point,
 ``KERAS_RELATIONAL_KILL_AT``), then a corrupt newest backup: each restart resumes from the
-newest valid backup (``experiments.safe_backup.SafeBackupAndRestore``), and backups that cannot
-be read at all are a clear error.
+newest valid backup (``keras_relational.experiments.safe_backup.SafeBackupAndRestore``), and
+backups that cannot be read at all are a clear error.
 """
 
 import glob
@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from keras_relational.experiments import same_colour_demo
+from keras_relational.experiments import same_colour_lib
 from keras_relational.experiments.safe_backup import BackupError
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,8 +23,8 @@ _TINY = dict(num_train=64, num_eval=32, epochs=3, batch_size=32)
 
 def _killed_run(root, kill_at):
     code = textwrap.dedent(f"""
-        from keras_relational.experiments import same_colour_demo
-        same_colour_demo.train_eval({root!r}, **{_TINY!r})
+        from keras_relational.experiments import same_colour_lib
+        same_colour_lib.train_eval({root!r}, **{_TINY!r})
     """)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
     done = subprocess.run([sys.executable, "-c", code], cwd=_REPO_ROOT, env=env,
@@ -53,7 +53,7 @@ def test_same_colour_demo_survives_kills_and_corrupt_backups(tmp_path):
     assert not os.path.exists(os.path.join(root, "model.keras"))
     # The restart resumes after the last epoch (no training) and exports.
     lines = []
-    result = _capture(lambda: same_colour_demo.train_eval(root, **_TINY), lines)
+    result = _capture(lambda: same_colour_lib.train_eval(root, **_TINY), lines)
     assert not any("Epoch" in line for line in lines), lines
     assert os.path.exists(result["model"]) and not os.path.exists(backup)
     # Backups that cannot be read at all: a clear error naming the directory.
@@ -63,7 +63,7 @@ def test_same_colour_demo_survives_kills_and_corrupt_backups(tmp_path):
         with open(os.path.join(backup, name), "w") as f:
             f.write("garbage")
     with pytest.raises(BackupError, match=r"No backup in .*backup can be restored.*afresh"):
-        same_colour_demo.train_eval(root, **_TINY)
+        same_colour_lib.train_eval(root, **_TINY)
     assert sorted(glob.glob(os.path.join(backup, "*"))) == sorted(
         os.path.join(backup, n) for n in ("latest.weights.h5", "training_metadata.json"))
 
