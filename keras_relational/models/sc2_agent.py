@@ -78,15 +78,24 @@ def _residual(x, filters, first_kernel, first_strides, name):
 def _spatial_stem(features, previous_masks, layers, channels, name):
     """Embeds categorical layers, log-scales scalar ones, tiles the previous-action masks, then
     2 x [conv 4x4 stride 2 + residual block] (Zambaldi et al. 2019, App. C)."""
+    # One table holds every categorical layer's embeddings (layer i's rows start at offsets[i]):
+    # the same parameters as one Embedding per layer, in a few ops instead of a few per layer.
+    categorical = [i for i, categories in enumerate(layers) if categories]
+    scalar = [i for i, categories in enumerate(layers) if not categories]
     parts = []
-    for i, categories in enumerate(layers):
-        channel = features[..., i]
-        if categories:
-            index = ops.clip(ops.cast(channel, "int32"), 0, categories - 1)
-            parts.append(keras.layers.Embedding(categories, EMBEDDING_DIM,
-                                                name=f"{name}_embed{i}")(index))
-        else:
-            parts.append(ops.log1p(ops.maximum(ops.cast(channel, "float32"), 0.0))[..., None])
+    if categorical:
+        sizes = [layers[i] for i in categorical]
+        offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+        index = ops.cast(ops.take(features, categorical, axis=-1), "int32")
+        index = ops.clip(index, 0, ops.convert_to_tensor(sizes, "int32") - 1) + \
+            ops.convert_to_tensor(offsets, "int32")
+        embedded = keras.layers.Embedding(sum(sizes), EMBEDDING_DIM, name=f"{name}_embed")(index)
+        parts.append(keras.layers.Reshape(
+            (features.shape[1], features.shape[2], len(categorical) * EMBEDDING_DIM),
+            name=f"{name}_embed_flat")(embedded))
+    if scalar:
+        values = ops.cast(ops.take(features, scalar, axis=-1), "float32")
+        parts.append(ops.log1p(ops.maximum(values, 0.0)))
     # Tiled by broadcasting against a ones map (a symbolic batch size cannot be broadcast to).
     ones = ops.ones_like(ops.cast(features[..., :1], "float32"))
     parts.append(previous_masks[:, None, None, :] * ones)
