@@ -92,6 +92,16 @@ class SC2Environment(dm_env.Environment):
                                                    "previous_spatial"),
         }
 
+    def argument_mask(self):
+        """``(names, mask)``: the argument type names in pysc2's order and a float32
+        ``[num_functions, len(names)]`` 0/1 matrix saying which function takes which argument."""
+        names = tuple(self._types)
+        mask = np.zeros((len(self._functions), len(names)), np.float32)
+        for function in self._functions:
+            for arg_type in function.args:
+                mask[int(function.id), names.index(arg_type.name)] = 1.0
+        return names, mask
+
     def reward_spec(self):
         return specs.Array((), np.float32, "reward")
 

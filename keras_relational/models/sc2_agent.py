@@ -257,3 +257,37 @@ def initial_state(model, batch_size):
     """Zero ConvLSTM state ``(h, c)`` for ``model`` (reset at episode start)."""
     shape = (batch_size,) + tuple(model.get_layer("sc2_trunk").input["state_h"].shape[1:])
     return ops.zeros(shape), ops.zeros(shape)
+
+
+def composite_log_prob_and_entropy(outputs, action, argument_mask,
+                                   argument_names=SPATIAL_ARGUMENTS + tuple(
+                                       name for name, _ in NON_SPATIAL_ARGUMENTS)):
+    """Log-probability and entropy of a composite SC2 action (Vinyals et al. 2017, Sec. 4.1).
+
+    ``log pi(a) = log pi(function) + sum_k used[function, k] * log pi(argument_k)``: only the
+    arguments the chosen function takes count. The entropy is the function's plus, likewise, the
+    used arguments' entropies (an estimate given the chosen function).
+
+    Args:
+        outputs: the model's output dict (``function_logits`` and one logit vector per argument).
+        action: dict of int tensors ``[B]``: ``function`` and one per argument name.
+        argument_mask: ``[num_functions, len(argument_names)]`` 0/1, which function takes which
+            argument (``SC2Environment.argument_mask()``).
+        argument_names: the column order of ``argument_mask``.
+
+    Returns:
+        ``(log_prob [B], entropy [B])``, float32.
+    """
+    def log_prob_entropy(logits, index):
+        log_p = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        chosen = ops.take_along_axis(log_p, ops.cast(index, "int32")[:, None], axis=-1)[:, 0]
+        return chosen, -ops.sum(ops.exp(log_p) * log_p, axis=-1)
+
+    function = ops.cast(action["function"], "int32")
+    log_prob, entropy = log_prob_entropy(outputs["function_logits"], function)
+    used = ops.take(ops.convert_to_tensor(argument_mask, "float32"), function, axis=0)
+    for k, name in enumerate(argument_names):
+        arg_log_prob, arg_entropy = log_prob_entropy(outputs[name], action[name])
+        log_prob = log_prob + used[:, k] * arg_log_prob
+        entropy = entropy + used[:, k] * arg_entropy
+    return log_prob, entropy

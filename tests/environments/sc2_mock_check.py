@@ -63,6 +63,20 @@ def agent_on_adapter():
         timestep = env.step(action)
         state_h, state_c = np.asarray(out["state_h"]), np.asarray(out["state_c"])
     assert timestep.observation["previous_function"] == function[0]
+    # The composite log-probability the learner uses counts only the arguments the function takes.
+    from keras_relational.models.sc2_agent import (
+        NON_SPATIAL_ARGUMENTS,
+        SPATIAL_ARGUMENTS,
+        composite_log_prob_and_entropy,
+    )
+
+    names, mask = env.argument_mask()
+    assert names == SPATIAL_ARGUMENTS + tuple(name for name, _ in NON_SPATIAL_ARGUMENTS)
+    assert mask[2].tolist() == [float(n in ("screen", "select_point_act")) for n in names]
+    batch = {k: v[None] for k, v in action.items()}
+    full = model(dict(inputs, function_id=function))
+    log_prob, entropy = composite_log_prob_and_entropy(full, batch, mask)
+    assert np.isfinite(np.asarray(log_prob)).all() and np.asarray(entropy)[0] > 0
     print("agent ok")
 
 

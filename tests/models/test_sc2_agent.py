@@ -85,3 +85,26 @@ def test_bad_arguments_are_named():
         sc2.sc2_agent(core="fully_conv", **TINY)
     with pytest.raises(ValueError, match="screen_size"):
         sc2.sc2_agent(screen_size=10)
+
+
+def test_composite_log_prob_counts_only_used_arguments(relational):
+    outputs = relational(_inputs(relational))
+    names = sc2.SPATIAL_ARGUMENTS + tuple(name for name, _ in sc2.NON_SPATIAL_ARGUMENTS)
+    mask = np.zeros((10, len(names)), "float32")
+    mask[3, names.index("screen")] = mask[3, names.index("queued")] = 1.0
+    action = {name: np.array([1, 1], "int32") for name in names}
+    action["function"] = np.array([3, 0], "int32")
+    log_prob, entropy = sc2.composite_log_prob_and_entropy(outputs, action, mask)
+
+    def log_softmax(x):
+        x = np.asarray(x, "float64")
+        return x - x.max(-1, keepdims=True) - np.log(np.exp(x - x.max(-1, keepdims=True))
+                                                     .sum(-1, keepdims=True))
+
+    fn = log_softmax(outputs["function_logits"])
+    expected = [fn[0, 3] + log_softmax(outputs["screen"])[0, 1]
+                + log_softmax(outputs["queued"])[0, 1], fn[1, 0]]
+    np.testing.assert_allclose(np.asarray(log_prob), expected, rtol=1e-5, atol=1e-5)
+    p = np.exp(fn[1])
+    np.testing.assert_allclose(np.asarray(entropy)[1], -(p * np.where(p > 0, fn[1], 0)).sum(),
+                               rtol=1e-4, atol=1e-5)
