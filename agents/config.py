@@ -26,8 +26,13 @@ from collections.abc import Mapping
 
 from keras_relational import environments, validation
 
-AGENTS = ("relational", "simplicial", "baseline")
+# clift_relational: Clift et al. 2020's relational agent (their simplicial one without the
+# 2-simplicial branch), the Fig. 6 comparison.
+AGENTS = ("relational", "simplicial", "baseline", "clift_relational")
 ALGORITHMS = ("vtrace", "ppo")
+# "tf_agents": TF-Agents' Actor and Learner (agents/train_eval.py); "compiled": environment steps,
+# acting and learning in one compiled function per update (agents/compiled/).
+TRAINERS = ("tf_agents", "compiled")
 OPTIMIZERS = ("rmsprop", "adam")
 ENV_BACKENDS = ("numpy", "tensor")
 # env_name -> the environment's config dataclass.
@@ -73,6 +78,30 @@ def preset_environment(config, preset):
     return dataclasses.replace(config, **environments.PRESETS[preset])
 
 
+# The numeric fields' ranges, (low, high), None for unbounded: checked by TrainConfig and, when
+# parsed, by the binary's flags. learning_rate, gradient_clip_norm, reward_scale and max_seconds
+# must also be > 0 (EXCLUSIVE_LOW).
+RANGES = {
+    "num_iterations": (0, None), "num_envs": (1, None), "unroll_length": (1, None),
+    "learning_rate": (0, None), "discount": (0, 1), "entropy_cost": (0, None),
+    "baseline_cost": (0, None), "gradient_clip_norm": (0, None), "reward_scale": (0, None),
+    "vtrace_lambda": (0, 1), "ppo_epochs": (1, None), "checkpoint_interval": (1, None),
+    "policy_save_interval": (1, None), "log_interval": (1, None), "eval_interval": (0, None),
+    "eval_episodes": (0, None), "eval_num_envs": (1, None), "num_ray_actors": (0, None),
+    "weight_sync_interval": (1, None), "max_seconds": (0, None), "seed": (0, 2**32 - 1),
+}
+EXCLUSIVE_LOW = ("learning_rate", "gradient_clip_norm", "reward_scale", "max_seconds")
+
+
+def check_range(name, value):
+    """Raises a ValueError unless field ``name`` of a TrainConfig has a value in its range."""
+    low, high = RANGES[name]
+    integer = TrainConfig.__dataclass_fields__[name].type in (int, "int")
+    validation.check_number_in_range(name, value, low, high, integer=integer,
+                                     allow_none=name == "max_seconds", owner="TrainConfig",
+                                     low_exclusive=name in EXCLUSIVE_LOW)
+
+
 def _field(default, help, **kwargs):  # noqa: A002  (absl's name for a flag's description)
     return dataclasses.field(default=default, metadata=dict(help=help), **kwargs)
 
@@ -93,6 +122,10 @@ class TrainConfig:
                                    "keras_relational.models.boxworld_agents (None: its defaults).")
     algorithm: str = _field("vtrace", "Learning algorithm: 'vtrace' (IMPALA-style V-trace "
                             "actor-critic) or 'ppo' (TF-Agents' PPOClipAgent).")
+    trainer: str = _field("tf_agents", "Training loop: 'tf_agents' (TF-Agents' actor and "
+                          "learner) or 'compiled' (tensor BoxWorld, acting and V-trace learning "
+                          "in one compiled function per update under the Keras backend, JAX or "
+                          "TensorFlow; keras_relational.agents.compiled).")
     num_iterations: int = _field(10_000, "Learner updates.")
     # Zambaldi et al. 2019, App. B; Clift et al. 2020, App. E, Table 1: 32 trajectories of 40.
     num_envs: int = _field(32, "Environments stepped together (trajectories per batch).")
@@ -155,6 +188,16 @@ class TrainConfig:
             raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received "
                              f"{self.algorithm!r}.")
         validation.check_choice("TrainConfig", "agent", self.agent, AGENTS)
+        validation.check_choice("TrainConfig", "trainer", self.trainer, TRAINERS)
+        if self.trainer == "compiled":
+            unsupported = {name: value for name, value, supported in (
+                ("algorithm", self.algorithm, "vtrace"), ("num_ray_actors", self.num_ray_actors, 0),
+                ("ray_address", self.ray_address, None), ("jit_compile", self.jit_compile, True),
+            ) if value != supported}
+            if unsupported:
+                raise ValueError(f"trainer='compiled' trains V-trace in one process, compiled "
+                                 f"(algorithm='vtrace', num_ray_actors=0, ray_address=None, "
+                                 f"jit_compile=True), received {unsupported}.")
         validation.check_choice("TrainConfig", "env_backend", self.env_backend, ENV_BACKENDS)
         if self.num_ray_actors and self.env_backend != "numpy":
             raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="
@@ -182,10 +225,11 @@ class TrainConfig:
                              f"{sorted(environments.PRESETS)}, received {unknown}.")
         if self.test_presets:
             preset_environment(self.environment, self.test_presets[0])  # original BoxWorld only
-        for name in ("num_envs", "unroll_length", "ppo_epochs", "eval_num_envs",
-                     "weight_sync_interval"):
-            validation.check_positive_int("TrainConfig", name, getattr(self, name))
-        validation.check_positive_int("TrainConfig", "log_interval", self.log_interval)
+        for name in RANGES:
+            check_range(name, getattr(self, name))
+        if self.test_presets and not self.eval_episodes:
+            raise ValueError(f"TrainConfig: `eval_episodes`: expected at least 1 to evaluate "
+                             f"test_presets={self.test_presets}, received 0.")
 
     @property
     def env_name(self):

@@ -6,6 +6,8 @@ import shutil
 from tf_agents.policies import greedy_policy, policy_saver
 from tf_agents.train import learner
 
+from keras_relational import faults
+
 
 def export_policies(tf_agent, policies_dir, train_step):
     """Writes PolicySaver SavedModels of the agent's policies *with their current weights*.
@@ -31,8 +33,13 @@ def export_policies(tf_agent, policies_dir, train_step):
         partial = path + ".partial"
         shutil.rmtree(partial, ignore_errors=True)
         saver.save(partial)
-        shutil.rmtree(path, ignore_errors=True)
+        faults.point("export")  # the fault tests kill here: the old export must survive
+        old = path + ".old"
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.exists(path):
+            os.replace(path, old)
         os.replace(partial, path)
+        shutil.rmtree(old, ignore_errors=True)
         if name == learner.RAW_POLICY_SAVED_MODEL_DIR:
             saver.save_checkpoint(os.path.join(
                 policies_dir, learner.POLICY_CHECKPOINT_DIR,

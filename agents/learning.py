@@ -7,12 +7,13 @@ The V-trace loss is :mod:`keras_relational.agents.vtrace` and the agent
 in-process actor or the Ray fleet).
 """
 
+import math
 import os
 
 import tensorflow as tf
-from tf_agents.train import learner, triggers
-from tf_agents.utils import common
+from tf_agents.train import interval_trigger, learner, triggers
 
+from keras_relational.agents import checkpoints
 from keras_relational.agents.config import OPTIMIZERS
 from keras_relational.agents.ppo import make_ppo_agent
 from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
@@ -54,6 +55,44 @@ def make_agent(config, time_step_spec, action_spec, network, model_fn, train_ste
     return agent
 
 
+class NonFiniteLossError(FloatingPointError):
+    """The loss of a train step was NaN or infinite; training stopped before checkpointing it."""
+
+
+class GuardedLearner(learner.Learner):
+    """TF-Agents' ``Learner`` that stops at a non-finite loss before any checkpoint of it.
+
+    ``Learner.run`` runs the train step, then its triggers (the interval checkpoint, the policy
+    export): a NaN loss raises :class:`NonFiniteLossError` between the two, so the last
+    checkpoint on disk stays the last good state. The interval checkpoints pass through the
+    ``checkpoint_write`` fault point (:mod:`keras_relational.faults`).
+    """
+
+    def _get_checkpoint_trigger(self, checkpoint_interval):
+        if checkpoint_interval <= 0:
+            return super()._get_checkpoint_trigger(checkpoint_interval)
+        return interval_trigger.IntervalTrigger(
+            checkpoint_interval,
+            lambda: self._checkpointer.save(self.train_step,
+                                            options=checkpoints.fault_point_options()),
+            start=self.train_step.numpy())
+
+    def _train(self, iterations, iterator, parallel_iterations):
+        loss_info = super()._train(iterations, iterator, parallel_iterations)
+        loss = float(loss_info.loss)
+        if not math.isfinite(loss):
+            step = int(self.train_step.numpy())
+            directory = os.path.join(self._train_dir, learner.POLICY_CHECKPOINT_DIR)
+            latest = tf.train.latest_checkpoint(directory)
+            kept = (f"the last good checkpoint {latest} is kept (re-running the same command "
+                    f"resumes from it; a lower learning_rate or a smaller reward_scale may "
+                    f"help)") if latest else "no checkpoint had been written yet"
+            raise NonFiniteLossError(
+                f"The training loss became {loss} at train step {step}; training stopped and "
+                f"this state was not checkpointed: {kept}.")
+        return loss_info
+
+
 def make_learner(root_dir, config, agent, unrolls, train_step):
     """TF-Agents' ``Learner`` on the unrolls of ``unrolls``.
 
@@ -62,7 +101,7 @@ def make_learner(root_dir, config, agent, unrolls, train_step):
     ``root_dir/policies`` every ``config.policy_save_interval`` steps.
     """
     policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
-    return learner.Learner(
+    return GuardedLearner(
         root_dir, train_step, agent, experience_dataset_fn=unrolls.as_dataset,
         checkpoint_interval=config.checkpoint_interval, summary_interval=config.log_interval,
         triggers=[triggers.PolicySavedModelTrigger(policies_dir, agent, train_step,
@@ -73,9 +112,7 @@ def save_checkpoint(root_dir, agent, train_step):
     """Writes the training checkpoint of the current step where the ``Learner`` writes its own.
 
     The Learner checkpoints every ``checkpoint_interval`` steps; this saves the final state
-    whatever the interval, with a ``common.Checkpointer`` of the same objects and directory.
+    whatever the interval, with the same objects and directory (and restores nothing first).
     """
-    checkpointer = common.Checkpointer(
-        os.path.join(root_dir, learner.TRAIN_DIR, learner.POLICY_CHECKPOINT_DIR),
-        max_to_keep=3, agent=agent, train_step=train_step)
-    checkpointer.save(train_step)
+    checkpoints.CheckpointSaver(root_dir, max_to_keep=3, agent=agent,
+                                train_step=train_step).save(train_step)

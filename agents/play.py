@@ -8,13 +8,30 @@ import os
 
 import numpy as np
 
+from keras_relational.validation import check_int_at_least, invalid_value
+
 
 def load_policy(policy_dir):
-    """Loads a PolicySaver SavedModel (``policy.action(time_step)``)."""
+    """Loads a PolicySaver SavedModel (``policy.action(time_step)``).
+
+    Raises a ValueError naming ``policy_dir`` when it is not a SavedModel, or a SavedModel
+    without the policy's ``action`` signature (e.g. the Keras network export ``keras_model``).
+    """
     import tensorflow as tf
     import tensorflow_probability  # noqa: F401  (registers the distribution types the policy uses)
 
-    return tf.saved_model.load(policy_dir)
+    expected = ("a PolicySaver SavedModel directory such as <root_dir>/policies/greedy_policy "
+                "(train_boxworld's export)")
+    if not tf.saved_model.contains_saved_model(policy_dir):
+        raise invalid_value("policy_dir", expected, f"{policy_dir} (no SavedModel there)")
+    policy = tf.saved_model.load(policy_dir)
+    signatures = sorted(getattr(policy, "signatures", {}).keys())
+    if "action" not in signatures or not hasattr(policy, "action"):
+        raise invalid_value(
+            "policy_dir", expected,
+            f"{policy_dir} (a SavedModel with signatures {signatures} and no 'action': a Keras "
+            f"model export such as <root_dir>/keras_model is the network, not a policy)")
+    return policy
 
 
 def play(policy, env, episodes, max_steps_per_episode=500, record_first=False):
@@ -22,6 +39,8 @@ def play(policy, env, episodes, max_steps_per_episode=500, record_first=False):
 
     ``policy``: a policy from :func:`load_policy`, or its directory.
     """
+    check_int_at_least("episodes", episodes, 1)
+    check_int_at_least("max_steps_per_episode", max_steps_per_episode, 1)
     if isinstance(policy, (str, os.PathLike)):
         policy = load_policy(policy)
     results, frames = [], []
@@ -57,7 +76,8 @@ def check_environment_matches(policy_spec, env):
     if expected != received:
         raise ValueError(
             f"The policy takes observations of shape {expected[0]} and dtype "
-            f"{np.dtype(expected[1]).name}, but the environment (--room_size, --observation_type) "
+            f"{np.dtype(expected[1]).name}, but the environment (--env, --room_size, "
+            f"--observation_type) "
             f"gives shape {received[0]} and dtype {np.dtype(received[1]).name}: play with the "
             f"level settings the policy was trained on (room side = observation side - 2).")
 

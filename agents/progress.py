@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from keras_relational.agents.evaluation import solve_rate
-from keras_relational.progress_bar import ProgressBar, format_duration
+from keras_relational.progress_bar import ProgressBar, training_line
 
 # The tags TF-Agents' Actor writes for its collect metrics (tf_agents.train.actor).
 METRIC_TAGS = ("Metrics/NumberOfEpisodes", "Metrics/EnvironmentSteps", "Metrics/AverageReturn",
@@ -118,17 +118,14 @@ class Progress:
         mean_return = float(np.mean([e.episode_return for e in recent])) if recent \
             else float("nan")
         self._write_summaries(step, frames, fps, recent)
-        lag = (f" | policy lag {self._policy_lag_fn():4.1f}"
-               if self._policy_lag_fn is not None else "")
+        lag = self._policy_lag_fn() if self._policy_lag_fn is not None else None
         total = self._acting_seconds + self._learning_seconds
         acting_share = self._acting_seconds / max(total, 1e-9)
-        self._print(f"step {step:6d} | frames {frames:9d} | "
-                    f"{fps:7.0f} frames/s | episodes {len(recent):4d} | "
-                    f"return {mean_return:6.2f} | solved {100 * rate:5.1f}% | "
-                    f"loss {float(self._loss):9.3f} | acting {100 * acting_share:3.0f}%{lag} | "
-                    f"ETA {format_duration(self._bar.eta())}")
+        self._print(training_line(step, frames, fps, len(recent), mean_return, rate, self._loss,
+                                  acting_share, policy_lag=lag, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps,
-                                 solve_rate=rate, seconds=now - self.started,
+                                 solve_rate=rate, average_return=mean_return,
+                                 seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
                                  learning_seconds=self._learning_seconds))
         self._acting_seconds = self._learning_seconds = 0.0

@@ -14,7 +14,6 @@ train-step counter continues). The hyperparameters and their defaults are
 
 import dataclasses
 import gc
-import json
 import os
 import time
 
@@ -22,7 +21,15 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
-from keras_relational.agents import acting, evaluation, export, learning, tensor_environment
+from keras_relational import json_files
+from keras_relational.agents import (
+    acting,
+    checkpoints,
+    evaluation,
+    export,
+    learning,
+    tensor_environment,
+)
 from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.config import (
     AGENTS,  # noqa: F401  (re-exported: the names train_eval's callers know)
@@ -32,6 +39,7 @@ from keras_relational.agents.config import (
     environment_config,
     preset_environment,
 )
+from keras_relational.agents.curves import CurveFile
 from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.networks import agent_model_fn
 from keras_relational.agents.progress import Progress
@@ -80,13 +88,18 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         and ``history``: one dict per progress line (``step``, ``frames``, ``fps``, ``solve_rate``,
         ``seconds`` since the start, and ``acting_seconds`` / ``learning_seconds``: wall time
         in the actor's and the learner's ``run()`` since the previous line). It is also written
-        to ``root_dir/result.json``.
+        to ``root_dir/result.json``; ``root_dir/curves.jsonl`` holds the learning curve across
+        resumed pieces (:mod:`~keras_relational.agents.curves`). A run stopped by
+        ``max_seconds`` before ``num_iterations`` says so; the same call continues it.
     """
     config = make_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
     import keras
 
     keras.utils.set_random_seed(config.seed)
     os.makedirs(root_dir, exist_ok=True)
+    # Before the Learner restores: the newest readable checkpoint, or a clear error (never a
+    # silent restart from step 0 over existing checkpoints).
+    checkpoints.prepare_resume(root_dir, warn=print_fn)
     collect_env = _collect_environment(config)
     observation_spec = tensor_spec.to_array_spec(
         tensor_spec.from_spec(collect_env.observation_spec()))
@@ -148,9 +161,13 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     progress = _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
                       finished_episodes, collect_summary_dir, print_fn, policy_lag_fn,
-                      run_eval, bar)
+                      run_eval, CurveFile(root_dir, start_step), bar)
 
     step = int(train_step.numpy())
+    if step < config.num_iterations:  # stopped by max_seconds: one piece of a longer run
+        print_fn(f"Stopped at train step {step} of {config.num_iterations} (--max_seconds="
+                 f"{config.max_seconds:g}); the checkpoint is saved: run the same command again "
+                 f"to continue.")
     learning.save_checkpoint(root_dir, tf_agent, train_step)  # the final state, any interval
     eval_rate = run_eval() if config.eval_episodes else float("nan")
     test_rates = {preset: run_eval(preset, preset_environment(config.environment, preset))
@@ -167,8 +184,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
         keras_model_dir=keras_model_dir, keras_file=keras_file,
         actor_jit_compile=config.actors_jit_compile, history=progress.history)
-    with open(os.path.join(root_dir, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    json_files.write_json(os.path.join(root_dir, "result.json"), result)
     print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, policies in "
              f"{policies_dir}, Keras model in {keras_model_dir}")
     # Release the generator-backed dataset iterator while Python is alive; left to interpreter
@@ -188,14 +204,16 @@ def _collect_environment(config):
 
 
 def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
-           finished_episodes, summary_dir, print_fn, policy_lag_fn, run_eval, bar=None):
-    """The actor-learner loop: act, train on every queued unroll, report, evaluate."""
+           finished_episodes, summary_dir, print_fn, policy_lag_fn, run_eval, curve, bar=None):
+    """The actor-learner loop: act, train on every queued unroll, report (progress lines and
+    ``curve``), evaluate."""
     progress = Progress(config, start_step, finished_episodes, summary_dir, print_fn,
                         policy_lag_fn, bar=bar)
     # Evaluations at the multiples of eval_interval (0: none during training).
     first = start_step - start_step % max(config.eval_interval, 1)
     evaluate = interval_trigger.IntervalTrigger(config.eval_interval, run_eval, start=first)
     loss = None
+    curve_start = len(curve.rows)  # the rows of the previous pieces
     try:
         while int(train_step.numpy()) < config.num_iterations and not progress.out_of_time:
             tick = time.perf_counter()
@@ -205,6 +223,8 @@ def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step
                 loss = agent_learner.run(iterations=1).loss
             step = int(train_step.numpy())
             progress.record(step, tock - tick, time.perf_counter() - tock, loss)
+            if len(progress.history) > len(curve.rows) - curve_start:
+                curve.append(progress.history[-1])
             evaluate(step)
     finally:
         if bar is not None:

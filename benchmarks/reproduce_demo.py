@@ -29,6 +29,8 @@ import time
 
 from absl import app, flags
 
+from keras_relational import json_files
+from keras_relational.experiments import console
 from keras_relational.progress_bar import ProgressBar, format_duration
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,7 +41,7 @@ GOAL_SOLVE_RATE = 0.85  # issue 22: at least 85 % of the evaluation levels
 GOAL_WALL_SECONDS = 600.0  # issue 22: in under 10 minutes on 2 CPU cores
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds, trained one after the other.")
+console.define_int_list("seeds", [0, 1, 2], "Seeds, trained one after the other.", minimum=0)
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_demo_reproduce",
                     "Runs go to root_dir/seed<N>, emptied first.")
 flags.DEFINE_string("output", os.path.join(HERE, "results", "demo"),
@@ -127,10 +129,7 @@ def _value(flag_list, name):
 
 
 def write_atomically(path, text):
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w") as f:
-        f.write(text)
-    os.replace(temporary, path)
+    json_files.write_text(path, text)
 
 
 def _markdown(report):
@@ -189,7 +188,7 @@ def main(argv):
         report["goal_met"] = report["complete"] and all(
             r["eval_solve_rate"] >= GOAL_SOLVE_RATE and r["wall_seconds"] < GOAL_WALL_SECONDS
             for r in report["runs"])
-        write_atomically(FLAGS.output + ".json", json.dumps(report, indent=1) + "\n")
+        json_files.write_json(FLAGS.output + ".json", report)
         write_atomically(FLAGS.output + ".md", _markdown(report))
     bar.close()
     print(_markdown(report))

@@ -38,7 +38,6 @@ reused across seeds (``model_cache``), and no TensorBoard logs or exports are wr
 """
 
 import concurrent.futures
-import json
 import multiprocessing
 import os
 import resource
@@ -48,7 +47,9 @@ import keras
 from absl import app, flags
 
 from benchmarks import results_io
+from keras_relational import json_files
 from keras_relational.experiments import (
+    console,
     palindromes_eval_lib,
     palindromes_lib,
     rule_learning_lib,
@@ -69,6 +70,9 @@ flags.DEFINE_bool("artifacts", False, "Write TensorBoard logs and export seed 0'
                   "(off by default: they cost time and the tables do not need them).")
 flags.DEFINE_integer("first_seed", 0, "Table II seeds are first_seed, first_seed + 1, ...")
 flags.DEFINE_list("table2_models", ["lstm", "conv_stack"], "Table II models (lstm, conv_stack).")
+console.require_subset("table2_models", ("lstm", "conv_stack"))
+console.require_ranges({"table1_seeds": (1, None), "table2_seeds": (1, None),
+                        "first_seed": (0, None)})
 flags.DEFINE_integer("jobs", 2, "Worker processes for Table II's independent runs (each "
                      "is mostly one thread, so 2 fill this machine's 2 cores).")
 flags.DEFINE_float("shift_entropy_cost", None, "Overrides the conv stack LSTM's filter "
@@ -307,8 +311,7 @@ def main(argv):
     text = "\n".join(lines)
     print(text)
     os.makedirs(FLAGS.root_dir, exist_ok=True)
-    with open(os.path.join(FLAGS.root_dir, "raw_results.json"), "w") as f:
-        json.dump(raw, f, indent=1, default=str)
+    json_files.write_json(os.path.join(FLAGS.root_dir, "raw_results.json"), raw, default=str)
     if FLAGS.output:
         results_io.write_markdown(FLAGS.output, text)
 

@@ -35,6 +35,7 @@ import time
 from absl import app, flags
 
 from benchmarks import results_io
+from keras_relational import json_files
 
 MODES = ("table1", "curricula")
 TABLE1_TASKS = ("same", "between", "occurs", "xoccurs", "colour_and_or_shape")
@@ -253,7 +254,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                         seed=seed, export=False, time_limit_s=60.0 * max_minutes_per_cell,
                         **protocol, **train_kwargs)
                     meta["minutes"] = (time.time() - start) / 60.0
-                    lib.write_json(os.path.join(directory, "meta.json"), meta)
+                    json_files.write_json(os.path.join(directory, "meta.json"), meta, indent=2)
                     write_results(output, mode, root_dir, names, centrals, settings, command)
     text = write_results(output, mode, root_dir, names, centrals, settings, command)
     print("\n" + text, flush=True)

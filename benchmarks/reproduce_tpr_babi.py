@@ -12,13 +12,13 @@ Caveats: the data are our procedural generator's stories, not the Facebook bAbI 
 --data_dir to use real files); one seed per task (the paper reports best and mean of 5 runs).
 """
 
-import json
 import os
 import platform
 
 import results_io  # benchmarks/results_io.py, beside this script
 from absl import app, flags
 
+from keras_relational import json_files
 from keras_relational.experiments import babi_lib
 from keras_relational.progress_bar import progress_lines
 
@@ -86,8 +86,8 @@ def main(argv):
         f.write(table + "\n")
     summary = {str(t): {k: v for k, v in r.items() if k not in ("model", "vocabulary")}
                for t, r in rows}
-    with open(os.path.join(FLAGS.root_dir, "results.json"), "w") as f:
-        json.dump(summary, f, indent=2, default=str)
+    json_files.write_json(os.path.join(FLAGS.root_dir, "results.json"), summary, indent=2,
+                          default=str)
     if FLAGS.output:
         results_io.write_markdown(FLAGS.output, table)
         results_io.write_json(os.path.splitext(FLAGS.output)[0] + ".json", {"tasks": summary})

@@ -4,11 +4,11 @@ Every figure in the docs comes from a file under ``benchmarks/results/`` written
 docs can show the command next to the figure (``tests/test_docs.py`` checks the first line).
 """
 
-import json
 import os
 import shlex
 import sys
-import tempfile
+
+from keras_relational import json_files
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results")
@@ -26,16 +26,7 @@ def command_line(argv=None):
 
 
 def _write_atomically(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as f:
-            f.write(text)
-        os.replace(temporary, path)  # readers never see a half-written file
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    json_files.write_text(path, text)  # readers never see a half-written file
 
 
 def write_markdown(path, body, command=None):
@@ -45,8 +36,7 @@ def write_markdown(path, body, command=None):
 
 def write_json(path, data, command=None):
     """Writes ``data`` (a dict) to ``path`` as JSON with a ``"command"`` key."""
-    _write_atomically(path, json.dumps({"command": command or command_line(), **data},
-                                       indent=1, default=str) + "\n")
+    json_files.write_json(path, {"command": command or command_line(), **data}, default=str)
 
 
 class StdoutCapture:

@@ -22,7 +22,7 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
-from keras_relational.validation import check_int_at_least, invalid_value
+from keras_relational.validation import check_int_at_least, check_seed, invalid_value
 
 # Actions, in the order of DeepMind's pycolab Box-World (Zambaldi et al. 2019): 0 up, 1 down,
 # 2 left, 3 right. Bridge BoxWorld uses the same order (see `bridge_boxworld.CLIFT_ACTIONS`).
@@ -97,10 +97,13 @@ class Draws:
 
 def coerce_action(action):
     """`action` as an int in [0, 4); raises a ValueError naming the argument otherwise."""
-    try:
-        return _ACTIONS[action]
-    except (KeyError, TypeError):
-        pass
+    # The dict lookup is the fast path for plain ints; `2.0`, `np.float32(3.0)` and `True` hash
+    # like ints, so only an exact int (or NumPy integer) may take it.
+    if type(action) is int:
+        try:
+            return _ACTIONS[action]
+        except KeyError:
+            pass
     value = np.asarray(action)
     if value.shape != () or not np.issubdtype(value.dtype, np.integer) or not (
             0 <= value < NUM_ACTIONS):
@@ -123,8 +126,9 @@ def check_actions(actions, batch_size):
 def per_level_seeds(batch_size, seed, seeds):
     """One seed per level: `seeds` checked, or drawn from `RandomState(seed)`."""
     if seeds is None:
-        return np.random.RandomState(seed).randint(0, 2**31 - 1, size=batch_size).tolist()
-    seeds = [int(s) for s in seeds]
+        rng = np.random.RandomState(check_seed("seed", seed))
+        return rng.randint(0, 2**31 - 1, size=batch_size).tolist()
+    seeds = [check_seed("seeds", s, allow_none=False) for s in seeds]
     if len(seeds) != batch_size:
         raise invalid_value("seeds", f"{batch_size} seeds (one per level)", f"{len(seeds)} seeds")
     return seeds
@@ -157,7 +161,7 @@ class LevelEnvironment(_Specs, dm_env.Environment):
 
     def __init__(self, config, seed):
         self._config = config
-        self._rng = np.random.RandomState(seed)
+        self._rng = np.random.RandomState(check_seed("seed", seed))
         self._draws = Draws(self._rng)
         self._max_steps = config.max_steps if config.max_steps is not None else np.inf
         self._truncation_discount = np.float32(config.time_limit_discount)

@@ -18,6 +18,8 @@ with at most 4 ``a`` in training (and dev) and tests on the in-domain test strin
 
 import numpy as np
 
+from keras_relational.validation import check_int_at_least, check_int_tuple, check_seed
+
 PAD, A, B, C, D, END, CENTRE = 0, 1, 2, 3, 4, 5, 6
 VOCAB = ("<pad>", "a", "b", "c", "d", "e", "o")
 VOCAB_SIZE = len(VOCAB)
@@ -87,7 +89,9 @@ def palindrome_dataset(half_lengths=IN_DOMAIN_HALF_LENGTHS, n_per_length=20000, 
     Returns:
         ``{"train": ..., "dev": ..., "test": ...}``, each an ``encode`` dict.
     """
-    rng = np.random.default_rng(seed)
+    half_lengths = check_int_tuple("half_lengths", half_lengths, 1)
+    check_int_at_least("n_per_length", n_per_length, 1)
+    rng = np.random.default_rng(check_seed("seed", seed, allow_none=False))
     parts = {"train": [], "dev": [], "test": []}
     for k in half_lengths:
         count = min(4 ** k, n_per_length)
@@ -103,7 +107,9 @@ def palindrome_dataset(half_lengths=IN_DOMAIN_HALF_LENGTHS, n_per_length=20000, 
 def long_palindrome_dataset(half_lengths=LONG_HALF_LENGTHS, n_per_length=3333, max_len=MAX_LEN,
                             seed=1):
     """Out-of-domain lengths: ``{"dev": ..., "test": ...}`` with ``n_per_length`` each per k."""
-    rng = np.random.default_rng(seed)
+    half_lengths = check_int_tuple("half_lengths", half_lengths, 1)
+    check_int_at_least("n_per_length", n_per_length, 1)
+    rng = np.random.default_rng(check_seed("seed", seed, allow_none=False))
     parts = {"dev": [], "test": []}
     for k in half_lengths:
         halves = first_halves(k, 2 * n_per_length, rng)

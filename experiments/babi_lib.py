@@ -14,7 +14,6 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
   ``answer_babi`` binary (``babi_serving.answer_questions``) serves in a fresh process.
 """
 
-import json
 import math
 import os
 import time
@@ -22,9 +21,10 @@ import time
 import keras
 import numpy as np
 
-from keras_relational import validation
+from keras_relational import json_files, validation
 from keras_relational.environments import babi
 from keras_relational.experiments import babi_serving, distribution_lib
+from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models import precision
 from keras_relational.models.tpr_rnn import tpr_rnn
 
@@ -245,8 +245,8 @@ def train_eval(
                                              for ex in exs])
     vocabulary_info = {"words": list(vocabulary.words), "max_sentences": dims[0],
                        "max_words": dims[1], "tasks": list(tasks)}
-    babi.write_text_atomically(os.path.join(root_dir, babi_serving.VOCABULARY_FILE),
-                               json.dumps(vocabulary_info))
+    json_files.write_json(os.path.join(root_dir, babi_serving.VOCABULARY_FILE),
+                          vocabulary_info, indent=None)
     train = _arrays(splits["train"], vocabulary, dims, tasks)
     if new_names["train"]:
         augmented = babi.vectorize(new_names["train"], vocabulary, *dims)
@@ -277,7 +277,7 @@ def train_eval(
         print(f"warm-starting from {best_path}")
         model.load_weights(best_path)
     callbacks = [
-        keras.callbacks.BackupAndRestore(backup_dir),
+        SafeBackupAndRestore(backup_dir),
         _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
                               decay_threshold),
         keras.callbacks.TerminateOnNaN(),
@@ -319,10 +319,9 @@ def train_eval(
         results["systematic"] = systematic_accuracy(model, vocabulary, dims, new_names)
         table += "\n\n" + systematic_table(results["systematic"])
     print(table)
-    babi.write_text_atomically(
-        os.path.join(root_dir, "results.json"),
-        json.dumps({**results, "test_error": {str(k): v for k, v in test_error.items()}},
-                   indent=2))
+    json_files.write_json(os.path.join(root_dir, "results.json"),
+                          {**results, "test_error": {str(k): v for k, v in test_error.items()}},
+                          indent=2)
     babi.write_text_atomically(os.path.join(root_dir, "results.md"), table + "\n")
     if export:
         babi_serving.export_saved_model(model, vocabulary_info,

@@ -13,6 +13,7 @@ import time
 import keras
 from absl import logging
 
+from keras_relational import validation
 from keras_relational.experiments import distribution_lib, symmetry_lib
 from keras_relational.experiments import palindromes_eval_lib as eval_lib
 from keras_relational.models import symmetry
@@ -88,6 +89,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     ``model_cache`` (a dict shared between calls) keeps compiled models: a later run or restart
     with the same settings copies its fresh initial weights into the cached model and zeroes the
     optimizer state instead of compiling again (the XLA compile costs more than an epoch here).
+    Without one, the restarts of this call still share a cache of their own.
     ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
     created under its ``scope()``; ``batch_size`` is the global batch size.
 
@@ -120,6 +122,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         raise ValueError("restart_below_stop_score=True needs early_stopping=True (the score is "
                          "the early-stopping one); received early_stopping=False.")
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
+    if model_cache is None:  # restarts re-use the compiled model rather than compile again
+        model_cache = {}
     start = time.time()
     if data is None:
         data = eval_lib.palindrome_data(condition, n_per_length, long_n_per_length, data_seed)
@@ -285,8 +289,12 @@ def train_seeds(root_dir, models, conditions, seeds, n_per_length=20000, long_n_
     """Trains every (condition, model, seed); returns the summary written to summary.json.
 
     Run ``S`` writes ``root_dir/CONDITION/MODEL/seed_S/``; ``kwargs`` go to
-    ``palindromes_train_eval`` (the conv-stack-only ones are dropped for the LSTM).
+    ``palindromes_train_eval`` (the conv-stack-only ones are dropped for the LSTM). The runs
+    share one ``model_cache`` (unless ``kwargs`` pass one): each model compiles once, not once
+    per seed.
     """
+    validation.check_int_at_least("seeds", seeds, 1)  # 0 would summarise no run
+    kwargs.setdefault("model_cache", {})
     summary = {}
     for condition in conditions:
         data = eval_lib.palindrome_data(condition, n_per_length, long_n_per_length, data_seed)

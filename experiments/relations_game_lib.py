@@ -25,16 +25,16 @@ resumes at its last completed interval), ``checkpoint.weights.h5`` (latest weigh
 
 import json
 import os
-import tempfile
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_relational import validation
+from keras_relational import json_files, validation
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib
+from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models import precision
 from keras_relational.models import relations_game as models
 
@@ -94,19 +94,6 @@ def freeze_for_stage(model, stage, seed=None):
         raise ValueError(f"`stage`: expected 3 or 4, received {stage!r}.")
 
 
-def write_json(path, data):
-    """Writes ``data`` to ``path`` as JSON atomically (temporary file + ``os.replace``)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as f:
-            json.dump(data, f, indent=2)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 class _HeldOutEvaluation(keras.callbacks.Callback):
     """Every epoch (= ``eval_interval`` batches): accuracy on fixed held-out monitor batches,
     written to ``eval/`` for TensorBoard, to ``curve_path`` and printed; optional early stop and
@@ -145,7 +132,7 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
             self.curve = [p for p in self.curve if p["batch"] < step]
             self.curve.append({"batch": step, "seconds": time.time() - self.start,
                                **{k: float(v) for k, v in accuracies.items()}})
-            write_json(self.curve_path, self.curve)
+            json_files.write_json(self.curve_path, self.curve, indent=2)
         if self.time_limit_s is not None and time.time() - self.start >= self.time_limit_s:
             print(f"[{self.stage_name}] time limit of {self.time_limit_s:.0f} s reached at "
                   f"batch {step}", flush=True)
@@ -202,7 +189,8 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
                                  stage_name, early_stopping_accuracy,
                                  os.path.join(stage_dir, "curve.json"), time_limit_s)
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(stage_dir, "backup")),
+        # Kept after fit: a kill before results.json is written loses no epoch of the stage.
+        SafeBackupAndRestore(os.path.join(stage_dir, "backup"), delete_checkpoint=False),
         keras.callbacks.ModelCheckpoint(os.path.join(stage_dir, "checkpoint.weights.h5"),
                                         save_weights_only=True),
         keras.callbacks.TensorBoard(stage_dir, update_freq="epoch"),  # -> stage_dir/train
@@ -224,7 +212,7 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     model.save(os.path.join(stage_dir, "model.keras"))
     if export:
         model.export(os.path.join(stage_dir, "saved_model"), verbose=False)
-    write_json(results_path, results)
+    json_files.write_json(results_path, results, indent=2)
     print(f"[{stage_name}] final held-out accuracy: {results}", flush=True)
     return results
 
@@ -380,7 +368,7 @@ def train_eval(
         results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
                                          target_train, target_eval, num_batches, seed=seed + 3,
                                          stage_name=STAGES[3], **common)
-        write_json(os.path.join(root_dir, "results.json"), results)
+        json_files.write_json(os.path.join(root_dir, "results.json"), results, indent=2)
         return results
 
 

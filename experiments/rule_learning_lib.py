@@ -13,6 +13,7 @@ import keras
 import numpy as np
 from absl import logging
 
+from keras_relational import validation
 from keras_relational.environments import rule_learning
 from keras_relational.experiments import distribution_lib, symmetry_lib
 from keras_relational.models import symmetry
@@ -98,6 +99,7 @@ def train_seeds(root_dir, models, seeds, **kwargs):
     Run ``S`` of ``MODEL`` writes ``root_dir/MODEL/seed_S/``; the summary goes to
     ``root_dir/summary.json``. ``kwargs`` go to ``rule_learning_train_eval``.
     """
+    validation.check_int_at_least("seeds", seeds, 1)  # 0 would summarise no run
     summary = {}
     for model in models:
         runs = []

@@ -19,6 +19,7 @@ from keras_relational.experiments import console
 console.quiet_dependencies(__name__)
 
 import os
+import shutil
 
 import numpy as np
 from absl import app, flags, logging
@@ -82,10 +83,14 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     """
     import keras
 
+    from keras_relational import faults
+    from keras_relational.experiments.safe_backup import SafeBackupAndRestore
+
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     keras.utils.set_random_seed(seed)
     os.makedirs(root_dir, exist_ok=True)
     model_path = os.path.join(root_dir, "model.keras")
+    backup_dir = os.path.join(root_dir, "backup")
     x_eval, y_eval = make_same_colour_dataset(num_eval, seed=seed + 1)
     if os.path.exists(model_path):
         print(f"Training already finished; reloading {model_path}")
@@ -104,11 +109,16 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
             x_train, y_train, epochs=epochs, batch_size=batch_size, verbose=2,
             validation_data=(x_eval, y_eval),
             callbacks=[
-                keras.callbacks.BackupAndRestore(os.path.join(root_dir, "backup")),
+                # Kept until model.keras is written: a kill in between loses no epoch.
+                SafeBackupAndRestore(backup_dir, delete_checkpoint=False),
                 keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
             ],
         )
-        model.save(model_path)
+        partial = os.path.join(root_dir, "partial.model.keras")
+        model.save(partial)
+        faults.point("export")  # the fault tests kill here: no half-written model.keras
+        os.replace(partial, model_path)
+        shutil.rmtree(backup_dir)
     _, accuracy = model.evaluate(x_eval, y_eval, verbose=0)
     export_dir = os.path.join(root_dir, "saved_model")
     model.export(export_dir, verbose=False)
@@ -122,6 +132,7 @@ flags.DEFINE_string("root_dir", "/tmp/keras_relational_same_colour", "Output dir
 flags.DEFINE_integer("epochs", 8, "Training epochs.")
 flags.DEFINE_integer("num_train", 4000, "Generated training examples.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
+console.require_ranges({"epochs": (1, None), "num_train": (1, None), "seed": (0, 2**32 - 1)})
 distribution_lib.define_distribution_strategy_flag()
 
 

@@ -7,18 +7,17 @@ models on the palindrome language (Table II, scored by ``palindromes_eval_lib``)
 compares two models' runs.
 """
 
-import json
 import os
 
 import keras
 import numpy as np
 
+from keras_relational import json_files
+
 
 def write_json(path, payload, sort_keys=True):
-    """Writes ``payload`` as indented JSON, creating the parent directory."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(payload, f, indent=2, sort_keys=sort_keys)
+    """Writes ``payload`` as indented strict JSON (NaN as null), atomically."""
+    json_files.write_json(path, payload, indent=2, sort_keys=sort_keys)
 
 
 def export_model(model, root_dir, export=True):

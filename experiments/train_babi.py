@@ -35,7 +35,8 @@ from keras_relational.experiments import babi_lib, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
-flags.DEFINE_list("tasks", ["1"], "bAbI tasks; several are trained jointly.")
+console.define_int_list("tasks", [1], "bAbI tasks (1-20); several are trained jointly.",
+                        minimum=1, maximum=20)
 flags.DEFINE_string("data_dir", None, "Folder with real bAbI files; default: generate data.")
 flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.", lower_bound=1)
 flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.", lower_bound=1)
@@ -67,6 +68,13 @@ flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes."
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
 flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
                   "Keras dtype policy of the model (mixed_float16: with loss scaling).")
+console.require_ranges({
+    "num_train": (1, None), "num_valid": (1, None), "num_test": (1, None),
+    "entity_dim": (1, None), "relation_dim": (1, None), "hidden_dim": (1, None),
+    "batch_size": (1, None), "epochs": (1, None), "learning_rate": (0, None),
+    "warmup_steps": (0, None), "global_clipnorm": (0, None), "patience": (0, None),
+    "target_val_accuracy": (0, 1), "max_minutes": (0, None), "seed": (0, 2**32 - 1)},
+    exclusive_low=("learning_rate", "global_clipnorm", "max_minutes"))
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 

@@ -10,11 +10,20 @@ the same command to resume after an interruption); PolicySaver SavedModels to
 policy with ``python -m keras_relational.experiments.play_boxworld
 --policy_dir=<root_dir>/policies/greedy_policy``.
 
+With ``--trainer=compiled`` the tensor BoxWorlds step, act and learn in one compiled function
+per update under the Keras backend (``KERAS_BACKEND=jax`` needs no TensorFlow;
+``keras_relational.agents.compiled``); the outputs are the same, without TF-Agents policies.
+
 With ``--num_ray_actors=N`` the experience comes from N Ray actors (IMPALA-style, V-trace corrects
 the policy lag shown in the progress lines); ``--ray_address`` joins a running Ray cluster:
 
     python -m keras_relational.experiments.train_boxworld --root_dir=/tmp/boxworld \
         --num_ray_actors=2
+
+``--preset=NAME`` selects one of the papers' settings (``keras_relational.agents.presets``, e.g.
+``zambaldi_fig3_relational``, ``clift_fig6_simplicial``); flags given on the command line win over
+the preset. Long runs go in pieces: ``--max_seconds=540`` checkpoints and exits cleanly, and the
+same command continues; ``root_dir/curves.jsonl`` holds the learning curve across the pieces.
 
 The training flags and their defaults are the fields of
 ``keras_relational.agents.config.TrainConfig``; the level flags those of
@@ -35,6 +44,8 @@ from absl import app, flags, logging
 
 from keras_relational import environments
 from keras_relational.agents import config as config_lib
+from keras_relational.agents import presets as presets_lib
+from keras_relational.experiments import console
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
@@ -46,9 +57,20 @@ _LEVEL_FLAGS = {
     "distractor_length": "Boxes per distractor branch (original BoxWorld).",
     "room_size": "Side of the room (original BoxWorld).",
     "observation_type": "Observations: RGB pixels (rgb) or one-hot cell channels (one_hot).",
+    "branching": "Distractor branches: forward, or backward (Zambaldi et al. 2019, Fig. 8).",
+    "holdout": "Held-out key-lock combinations (Zambaldi et al. 2019, Fig. 5b): colors or pairs "
+               "(default: none).",
+    "split": "With --holdout: train levels (held-out combinations only on distractors) or test "
+             "levels (needed on the path).",
 }
+_INT_LISTS = {"goal_length": 1, "num_distractors": 0}  # the list flags of ints, and their minimum
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
-            "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot")}
+            "trainer": config_lib.TRAINERS,
+            "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot"),
+            "branching": ("forward", "backward"), "holdout": ("colors", "pairs"),
+            "split": ("train", "test")}
+flags.DEFINE_enum("preset", None, list(presets_lib.PRESETS), "A paper's setting "
+                  "(keras_relational.agents.presets; flags given here win over it).")
 # Network flags: None keeps the default of the network's builder (the paper's).
 flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks (1: Zambaldi et al. 2019's "
                      "Box-World setting, also used for the simplicial agent).")
@@ -56,6 +78,8 @@ flags.DEFINE_integer("key_dim", None, "Attention key size per head (default: the
                      "64 for the relational agent, Zambaldi et al. 2019).")
 flags.DEFINE_integer("head_width", None, "Width of each of the 4 output MLP layers (default: "
                      "the network's, 256).")
+flags.DEFINE_integer("num_residual_blocks", None, "Baseline: residual conv blocks (default: the "
+                     "network's, 3; Zambaldi et al. 2019: 3 to 6).")
 
 
 def _define(name, field_type, default, help_text):
@@ -71,6 +95,8 @@ def _define(name, field_type, default, help_text):
         flags.DEFINE_integer(name, default, help_text)
     elif base is float:
         flags.DEFINE_float(name, default, help_text)
+    elif base is tuple and name in _INT_LISTS:
+        console.define_int_list(name, default, help_text, minimum=_INT_LISTS[name])
     elif base is tuple:
         flags.DEFINE_list(name, [str(v) for v in default], help_text)
     else:
@@ -82,35 +108,75 @@ for _field in config_lib.flag_fields():
 for _field in dataclasses.fields(environments.BoxWorldConfig):
     if _field.name in _LEVEL_FLAGS:
         _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
+console.require_ranges({**config_lib.RANGES, "room_size": (4, None),
+                        "distractor_length": (1, None), "num_blocks": (1, None),
+                        "key_dim": (1, None), "head_width": (1, None)},
+                       exclusive_low=config_lib.EXCLUSIVE_LOW)
+console.require_only_for("env", "original", ["goal_length", "num_distractors",
+                                             "distractor_length", "room_size", "test_presets"])
+
+
+def _level_kwargs(env_name, given):
+    """The level flags of ``env_name`` (all of them, or only those in ``given``)."""
+    kwargs = dict(observation_type=FLAGS.observation_type)
+    if env_name == "original":
+        kwargs.update(goal_length=tuple(int(v) for v in FLAGS.goal_length),
+                      num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
+                      distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size,
+                      branching=FLAGS.branching, holdout=FLAGS.holdout, split=FLAGS.split)
+    return {k: v for k, v in kwargs.items() if given(k)}
+
+
+def _model_kwargs(agent, given):
+    """The network flags that apply to ``agent`` (all of them, or only those in ``given``)."""
+    kwargs = {}
+    if FLAGS.head_width is not None and given("head_width"):
+        kwargs["head_units"] = (FLAGS.head_width,) * 4
+    if agent in ("relational", "simplicial", "clift_relational") and given("num_blocks"):
+        kwargs["num_blocks"] = FLAGS.num_blocks
+    if agent == "relational" and FLAGS.key_dim is not None and given("key_dim"):
+        kwargs["key_dim"] = FLAGS.key_dim
+    if agent == "baseline" and FLAGS.num_residual_blocks is not None and given(
+            "num_residual_blocks"):
+        kwargs["num_residual_blocks"] = FLAGS.num_residual_blocks
+    return kwargs
 
 
 def config_from_flags():
-    """The :class:`TrainConfig` the flags describe."""
+    """The :class:`TrainConfig` the flags describe (over ``--preset``'s when one is given)."""
     hyperparameters = {f.name: FLAGS[f.name].value for f in config_lib.flag_fields()}
     hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
-    env_kwargs = dict(observation_type=FLAGS.observation_type)
-    if FLAGS.env == "original":
-        env_kwargs.update(goal_length=tuple(int(v) for v in FLAGS.goal_length),
-                          num_distractors=tuple(int(v) for v in FLAGS.num_distractors),
-                          distractor_length=FLAGS.distractor_length, room_size=FLAGS.room_size)
-    model_kwargs = {}
-    if FLAGS.head_width is not None:
-        model_kwargs["head_units"] = (FLAGS.head_width,) * 4
-    if FLAGS.agent in ("relational", "simplicial"):
-        model_kwargs["num_blocks"] = FLAGS.num_blocks
-    if FLAGS.agent == "relational" and FLAGS.key_dim is not None:
-        model_kwargs["key_dim"] = FLAGS.key_dim
+    if FLAGS.preset is not None:  # only the flags given on the command line win over it
+        given = lambda name: FLAGS[name].present  # noqa: E731
+        preset = presets_lib.PRESETS[FLAGS.preset]
+        env_name = FLAGS.env if given("env") else preset["env"]
+        agent = FLAGS.agent if given("agent") else preset["config"]["agent"]
+        return presets_lib.train_config(
+            FLAGS.preset, level=_level_kwargs(env_name, given),
+            model=_model_kwargs(agent, given), env_name=env_name,
+            **{k: v for k, v in hyperparameters.items() if given(k)})
+    everything = lambda name: True  # noqa: E731
     return config_lib.TrainConfig(
-        environment=config_lib.environment_config(FLAGS.env, **env_kwargs),
-        model_kwargs=model_kwargs, **hyperparameters)
+        environment=config_lib.environment_config(
+            FLAGS.env, **_level_kwargs(FLAGS.env, everything)),
+        model_kwargs=_model_kwargs(FLAGS.agent, everything), **hyperparameters)
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
+    config = config_from_flags()  # a bad flag fails here, before TensorFlow loads
+    if FLAGS.preset is not None:
+        print(presets_lib.describe(FLAGS.preset))
+    if config.trainer == "compiled":
+        # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
+        from keras_relational.agents.compiled import train_eval as compiled_train_eval
+
+        compiled_train_eval.train_eval(FLAGS.root_dir, config)
+        return
     from keras_relational.agents import train_eval  # sets TF_USE_LEGACY_KERAS first
 
-    train_eval.train_eval(FLAGS.root_dir, config_from_flags())
+    train_eval.train_eval(FLAGS.root_dir, config)
 
 
 def run():

@@ -57,6 +57,16 @@ flags.DEFINE_integer("n_per_length", 20000, "Strings drawn per in-domain length 
 flags.DEFINE_integer("long_n_per_length", 3333, "Long test strings per length (paper: 3333).")
 flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
+console.require_subset("models", ("conv_stack", "lstm"))
+console.require_subset("conditions", ("standard", "nesting"))
+console.require_ranges({
+    "seeds": (1, None), "epochs": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
+    "shift_entropy_cost": (0, None), "straight_through_from_epoch": (0, None),
+    "straight_through_learning_rate": (0, None), "restart_threshold": (None, 1),
+    "restart_epoch": (1, None), "max_restarts": (0, None), "stop_score": (0, 1),
+    "patience": (0, None), "min_epochs": (1, None), "n_per_length": (1, None),
+    "long_n_per_length": (1, None), "data_seed": (0, 2**32 - 1)},
+    exclusive_low=("learning_rate", "straight_through_learning_rate"))
 distribution_lib.define_distribution_strategy_flag()
 
 

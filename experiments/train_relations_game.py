@@ -55,6 +55,11 @@ flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separa
 
 flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
                   "Keras dtype policy of the model (mixed_float16: with loss scaling).")
+console.require_ranges({
+    "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
+    "num_train_examples": (1, None), "num_eval_examples": (1, None), "eval_interval": (1, None),
+    "early_stopping_accuracy": (0, 1), "num_heads": (1, None), "seed": (0, 2**32 - 1)},
+    exclusive_low=("learning_rate",))
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 

@@ -30,6 +30,9 @@ flags.DEFINE_bool("restart_until_fit", False,
                   "Re-initialise while training accuracy < 100% (not the paper's; mirrors its "
                   "App. B restart rule).")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
+console.require_subset("models", ("conv", "mlp", "rnn"))
+console.require_ranges({"seeds": (1, None), "epochs": (1, None), "batch_size": (1, None),
+                        "learning_rate": (0, None)}, exclusive_low=("learning_rate",))
 distribution_lib.define_distribution_strategy_flag()
 
 

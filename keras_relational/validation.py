@@ -202,3 +202,106 @@ def check_divides(owner, argument, value, multiple_argument, multiple):
             f"{owner} expects `{argument}` to divide {multiple_argument}={multiple}, "
             f"received {argument}={value!r}."
         )
+def check_number_in_range(argument, value, low=None, high=None, integer=False,
+                          allow_none=False, owner=None, low_exclusive=False):
+    """``value`` unchanged if it is a finite number (an int when ``integer``) in ``[low, high]``.
+
+    Either bound may be None (unbounded); ``low_exclusive`` makes the range ``(low, high]``.
+    The ``ValueError`` names the argument (and ``owner`` when given), the expected range and the
+    received value; NaN and infinities never pass.
+    """
+    if value is None and allow_none:
+        return value
+    if integer:
+        ok = _is_int(value)
+    else:
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+            math.isfinite(value)
+    ok = ok and (low is None or value > low or (value == low and not low_exclusive)) and (
+        high is None or value <= high)
+    if not ok:
+        kind = "an integer" if integer else "a finite number"
+        if low is not None and high is not None:
+            expected = f"{kind} in {'(' if low_exclusive else '['}{low}, {high}]"
+        elif low is not None:
+            expected = f"{kind} {'>' if low_exclusive else '>='} {low}"
+        elif high is not None:
+            expected = f"{kind} <= {high}"
+        else:
+            expected = kind
+        if allow_none:
+            expected += " or None"
+        error = invalid_value(argument, expected, value)
+        if owner is not None:
+            error = ValueError(f"{owner}: {error}")
+        raise error
+    return value
+
+
+def parse_int_list(argument, values, minimum=None, maximum=None):
+    """``values`` (strings or ints, e.g. a flag's ``"1,2"`` split at commas) as a tuple of ints.
+
+    Raises a ``ValueError`` naming ``argument`` with the offending item, e.g. for
+    ``--goal_length=abc``: "`goal_length`: expected a comma-separated list of integers >= 1,
+    received 'abc'.".
+    """
+    if isinstance(values, str):
+        values = [v for v in values.split(",") if v.strip()] if values.strip() else []
+    bounds = [f">= {minimum}" if minimum is not None else "",
+              f"<= {maximum}" if maximum is not None else ""]
+    expected = " ".join(["a non-empty comma-separated list of integers",
+                         " and ".join(b for b in bounds if b)]).strip()
+    parsed = []
+    for value in values:
+        try:
+            number = int(str(value).strip(), 10) if not _is_int(value) else int(value)
+        except ValueError:
+            raise invalid_value(argument, expected, ",".join(str(v) for v in values)) from None
+        if (minimum is not None and number < minimum) or (
+                maximum is not None and number > maximum):
+            raise invalid_value(argument, expected, ",".join(str(v) for v in values))
+        parsed.append(number)
+    if not parsed:
+        raise invalid_value(argument, expected, ",".join(str(v) for v in values))
+    return tuple(parsed)
+
+
+def check_seed(argument, seed, allow_none=True):
+    """``seed`` as an int in ``[0, 2**32)`` (NumPy's ``RandomState`` range), or None."""
+    if seed is None and allow_none:
+        return None
+    return check_number_in_range(argument, seed, 0, 2**32 - 1, integer=True)
+
+
+def check_mask_shape(layer, mask_shape, entities_shape, argument="mask"):
+    """Raises a ValueError unless a Keras mask ``[B, T]`` fits entities ``[B, T, F]``.
+
+    Unknown (None) dimensions on either side are not compared; the check runs when a layer is
+    called (trace time for compiled functions).
+    """
+    if mask_shape is None:
+        return
+    mask_shape, expected = tuple(mask_shape), tuple(entities_shape)[:2]
+    fits = len(mask_shape) == 2 and all(m is None or e is None or int(m) == int(e)
+                                        for m, e in zip(mask_shape, expected, strict=False))
+    if not fits:
+        raise ValueError(
+            f"{type(layer).__name__} expects `{argument}` of shape [batch, entities] = "
+            f"{expected} (the first two axes of the entities), received shape {mask_shape}.")
+
+
+def check_layer_norm_epsilon(owner, value):
+    """Raises a ValueError unless a layer norm's ``epsilon`` is a finite number > 0."""
+    check_positive_number(owner, "layer_norm_epsilon", value)
+
+
+def check_built_shape(layer, argument, shape, built, meaning):
+    """Raises a ValueError if ``shape``'s known dimensions differ from those the layer was built
+    for (``built``: the expected shape, None for any size; ``meaning`` names them in words)."""
+    shape = tuple(shape)
+    if len(shape) != len(built) or any(b is not None and s is not None and int(s) != b
+                                       for s, b in zip(shape, built, strict=True)):
+        raise ValueError(
+            f"{type(layer).__name__} was built for `{argument}` of shape {tuple(built)} "
+            f"({meaning}) and cannot be called on shape {shape}: build a new layer for "
+            f"another size.")

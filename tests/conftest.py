@@ -1,9 +1,68 @@
 # Route tf.keras to tf-keras (what TF-Agents needs) before any test touches it, so test order and
 # pytest-xdist's distribution of tests never matter. Our own layers use `import keras` (Keras 3)
 # and are unaffected; the import-hygiene tests check the package itself in fresh processes.
+# Where TensorFlow is not installed (the accelerator lane on a JAX-on-CUDA machine, see
+# docs/contributing.md) there is nothing to route, and the TF tests fail at their own imports.
+import importlib.util
+import os
+
 import pytest
 
-import keras_relational.agents  # noqa: F401
+
+def _tensorflow_installed():
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except ImportError:  # a meta-path finder that refuses it: as good as not installed
+        return False
+
+
+if _tensorflow_installed():
+    import keras_relational.agents  # noqa: F401
+
+
+def accelerator_skip_reason():
+    """``None`` when Keras' backend sees a GPU, else why the ``accelerator`` tests skip.
+
+    Asks the backend Keras runs on, and only that one: under JAX, TensorFlow is never imported
+    (the lane runs where it is not installed). ``KERAS_RELATIONAL_ACCELERATOR_ON_CPU=1`` runs
+    the lane on the CPU, to check its own code (``tests/test_accelerator.py``).
+    """
+    if os.environ.get("KERAS_RELATIONAL_ACCELERATOR_ON_CPU") == "1":
+        return None
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        try:
+            devices = jax.devices("gpu")
+        except RuntimeError:  # jaxlib without a CUDA plugin, or no visible device
+            devices = []
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        devices = tf.config.list_physical_devices("GPU")
+    elif backend == "torch":
+        import torch
+
+        devices = list(range(torch.cuda.device_count()))
+    else:
+        return f"no GPU check for Keras backend {backend!r}"
+    if not devices:
+        return (f"Keras' {backend} backend sees no GPU; the accelerator lane runs on a GPU machine "
+                "(docs/contributing.md)")
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    marked = [item for item in items if item.get_closest_marker("accelerator")]
+    if not marked:
+        return
+    reason = accelerator_skip_reason()
+    if reason is not None:
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(autouse=True)

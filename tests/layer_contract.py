@@ -104,7 +104,7 @@ def check_jit_fit_step(model, input_data, seed=0):
     targets = targets if len(targets) > 1 else targets[0]
     before = [np.array(w) for w in model.get_weights()]
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse", jit_compile=True)
-    batch_size = np.shape(_as_list(input_data)[0])[0]
+    batch_size = np.shape(keras.tree.flatten(input_data)[0])[0]  # dict inputs too
     history = model.fit(input_data, targets, epochs=1, batch_size=batch_size, verbose=0)
     loss = history.history["loss"][-1]
     assert np.isfinite(loss), f"jit_compile fit step gave a non-finite loss {loss}"
@@ -129,12 +129,13 @@ _FLOAT16_MAX = 65504.0
 MIXED_PRECISION_TOLERANCE = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}
 
 
-def _symbolic(x):
+def symbolic_like(x):
+    """A ``keras.KerasTensor`` of the shape and dtype of the array ``x``."""
     dtype = keras.backend.standardize_dtype(np.asarray(x).dtype)
     return keras.KerasTensor(np.shape(x), dtype=dtype)
 
 
-def _outputs_and_gradients(layers, values, args, call_kwargs, seed):
+def outputs_and_gradients(layers, values, args, call_kwargs, seed):
     """For each layer: its outputs (and added losses) in float32, and the gradients of
     ``sum(output * cotangent)`` (fixed random cotangents) with respect to the float inputs and
     the trainable weights: ``[(outputs, input_grads, weight_grads), ...]``.
@@ -209,8 +210,8 @@ def check_mixed_precision(make_layer, args, call_kwargs=None, policies=None, see
     for policy in ("float32", *policies):
         layer = make_layer(dtype=policy)
         # A symbolic call builds the layer without running it (no op-by-op compiles on JAX).
-        layer(*keras.tree.map_structure(_symbolic, args),
-              **keras.tree.map_structure(_symbolic, call_kwargs))
+        layer(*keras.tree.map_structure(symbolic_like, args),
+              **keras.tree.map_structure(symbolic_like, call_kwargs))
         layers.append(layer)
     reference = layers[0]
     values = ([v.value for v in reference.trainable_variables],
@@ -219,7 +220,7 @@ def check_mixed_precision(make_layer, args, call_kwargs=None, policies=None, see
         if len(layer.trainable_variables) != len(values[0]):
             return [f"{policy}: {len(layer.trainable_variables)} trainable weights, float32 "
                     f"has {len(values[0])}"]
-    (expected, expected_input_grads, expected_grads), *results = _outputs_and_gradients(
+    (expected, expected_input_grads, expected_grads), *results = outputs_and_gradients(
         layers, values, args, call_kwargs, seed)
     float16_in_range = max(float(np.max(np.abs(g), initial=0.0))
                            for g in expected_input_grads + expected_grads) < _FLOAT16_MAX

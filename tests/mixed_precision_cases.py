@@ -141,9 +141,8 @@ def cases():
 
 # The layers whose own code has 16-bit paths (float32 logits, softmax, norms, mask constants),
 # checked on JAX by the test suite; the others only compose Keras layers and these.
-# Not yet SimplicialAttention: under mixed_bfloat16 on JAX its gradients are NaN for all-zero
-# entities (TensorFlow: finite); an open defect.
 JAX_CASES = ("MultiHeadDotProductAttention", "PrediNet", "MultiHeadAttentionCentral",
+             "SimplicialAttention[virtual]", "SimplicialAttention[full]",
              "EntityMaxPool", "ShiftEntropyPenalty")
 
 

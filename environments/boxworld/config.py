@@ -58,6 +58,18 @@ def max_boxes(room_size):
     return ((room_size - 1) // 2) * ((room_size - 1) // 3)
 
 
+def max_items(room_size):
+    """An upper bound on the items (the loose key and the boxes) that fit a room.
+
+    The loose key takes one cell where a box takes two, so the key's row may hold one item more
+    than a row of boxes: a key and then a box every 3 columns ([R]'s 3 x 4 footprints).
+    """
+    width = room_size - 3  # anchor columns 2..room_size-2 of the frame
+    boxes_per_row = -(-width // 3)
+    key_row = 1 + max(0, -(-(width - 2) // 3))
+    return max_boxes(room_size) + max(0, key_row - boxes_per_row)
+
+
 @dataclasses.dataclass(frozen=True)
 class BoxWorldConfig:
     """Validated BoxWorld parameters (see `BoxWorld` for their meaning)."""
@@ -119,13 +131,19 @@ class BoxWorldConfig:
             raise invalid_value(
                 "num_colors", f"at least {needed + 1} colours for goal_length up to {longest} "
                 "with these distractors", self.num_colors)
+        # The loose key needs a free footprint too (Zambaldi et al. 2019, Sec. 3.1: the level
+        # starts with one loose key), so a level has 1 + L + D * length items to place.
         boxes = min(self.goal_length) + fewest * length
-        if boxes > max_boxes(self.room_size):
+        capacity = max_items(self.room_size)
+        if boxes + 1 > capacity:
             raise invalid_value(
-                "goal_length/num_distractors/distractor_length",
-                f"at most {max_boxes(self.room_size)} boxes (plus the loose key) in a room of "
-                f"size {self.room_size}; the smallest level asked for needs {boxes}",
-                (self.goal_length, self.num_distractors, self.distractor_length))
+                "goal_length/num_distractors/distractor_length/room_size",
+                f"a room that fits the smallest level asked for (goal_length "
+                f"{min(self.goal_length)} + {fewest} x {length} distractor boxes + the loose "
+                f"key = {boxes + 1} items; a room of size {self.room_size} fits at most "
+                f"{capacity}): a larger room_size or a shorter goal_length/num_distractors",
+                (self.goal_length, self.num_distractors, self.distractor_length,
+                 self.room_size))
 
     def _check_heldout_colors(self):
         colors = self.num_colors

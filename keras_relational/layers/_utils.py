@@ -71,3 +71,19 @@ def output_spec(shapes, dtype):
     """
     return keras.tree.map_shape_structure(lambda shape: keras.KerasTensor(shape, dtype=dtype),
                                           shapes)
+
+
+def assert_axis_greater(x, axis, bound, message):
+    """``x``, failing with ``message`` when it runs if its size on ``axis`` is not > ``bound``.
+
+    For dimensions unknown when a function is traced (e.g. a ``tf.function`` with a ``None``
+    entity axis): the static check cannot run, so the TensorFlow backend adds a runtime
+    assertion. JAX and eager calls always have concrete shapes, and are checked statically.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return x
+    import tensorflow as tf
+
+    with tf.control_dependencies([tf.debugging.assert_greater(
+            tf.shape(x)[axis], bound, message=message)]):
+        return tf.identity(x)

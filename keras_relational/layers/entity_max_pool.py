@@ -42,6 +42,7 @@ class EntityMaxPool(keras.layers.Layer):
     def call(self, entities, mask=None):
         if mask is None:
             return ops.max(entities, axis=1)
+        validation.check_mask_shape(self, tuple(mask.shape), tuple(entities.shape))
         valid = ops.cast(mask, "bool")[:, :, None]
         lowest = _utils.lowest_value(entities.dtype)
         pooled = ops.max(ops.where(valid, entities, lowest), axis=1)

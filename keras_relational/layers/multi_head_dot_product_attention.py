@@ -143,6 +143,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         self.use_bias = use_bias
         self.output_dim = output_dim
         self.attention_scale = attention_scale
+        validation.check_layer_norm_epsilon(name, layer_norm_epsilon)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)

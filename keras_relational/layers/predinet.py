@@ -157,6 +157,10 @@ class PrediNet(keras.layers.Layer):
         return ops.cast(ops.softmax(logits, axis=-1), keys.dtype)
 
     def call(self, inputs, return_attention_scores=False):
+        # Its query kernels flatten all N entities, so N is fixed when it is built.
+        validation.check_built_shape(self, "inputs", inputs.shape,
+                                     (None, self.num_entities, self.features),
+                                     "[batch, entities N, features m]")
         keys = ops.einsum("bnm,mg->bng", inputs, self.key_kernel)
         if self.query_network is not None:
             flat = self.query_network(inputs)

@@ -101,6 +101,7 @@ class RelationalBlock(keras.layers.Layer):
         self.qkv_norm = qkv_norm
         self.attention_scale = attention_scale
         self.use_bias = use_bias
+        validation.check_layer_norm_epsilon(type(self).__name__, layer_norm_epsilon)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)

@@ -171,13 +171,8 @@ class SimplicialAttention(keras.layers.Layer):
     def build(self, entities_shape, mask_shape=None):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
-        count = entities_shape[1]
-        if count is not None and count <= self._num_virtual:
-            raise ValueError(
-                f"{type(self).__name__} expects more than num_virtual_entities="
-                f"{self._num_virtual} entities (axis 1) in mode='virtual', received `entities` "
-                f"of shape {tuple(entities_shape)}."
-            )
+        if entities_shape[1] is not None:
+            self._check_count(entities_shape)
         width = 3 * self.num_heads * self.key_dim + self.num_heads * self._value_dim
         self.kernel = self.add_weight(
             name="kernel", shape=(features, width),
@@ -195,6 +190,31 @@ class SimplicialAttention(keras.layers.Layer):
             initializer=_utils.clone_initializer(self.bilinear_initializer),
         )
         self.built = True
+
+    def _count_error(self, received):
+        if self.mode == "virtual":
+            expected = (f"more than num_virtual_entities={self._num_virtual} entities (axis 1: "
+                        f"N >= 1 standard entities, then the M virtual ones) in mode='virtual'")
+        else:
+            expected = "at least 1 entity (axis 1) in mode='full'"
+        return f"{type(self).__name__} expects `entities` with {expected}, received {received}."
+
+    def _check_count(self, entities_shape):
+        if entities_shape[1] <= self._num_virtual:
+            raise ValueError(self._count_error(f"shape {tuple(entities_shape)}"))
+
+    def _check_call_arguments(self, entities, mask):
+        """The entity count and the mask's shape, when the layer is called (traced)."""
+        shape = tuple(entities.shape)
+        if mask is not None:
+            validation.check_mask_shape(self, tuple(mask.shape), shape)
+        if shape[1] is not None:
+            self._check_count(shape)
+            return entities
+        # A dynamic entity count: checked when the graph runs, before N = T - M queries would
+        # silently be zero or negative.
+        return _utils.assert_axis_greater(entities, 1, self._num_virtual,
+                                          self._count_error("a dynamic entity count"))
 
     def _project(self, entities, first=0, last=None):
         """Columns ``[first:last]`` of the (p, l1, l2, u) projection of ``entities``."""
@@ -283,6 +303,7 @@ class SimplicialAttention(keras.layers.Layer):
         return ops.reshape(attended, (shape[0], shape[1], self.num_heads * self._value_dim))
 
     def call(self, entities, mask=None, return_attention_scores=False):
+        entities = self._check_call_arguments(entities, mask)
         if self.mode == "virtual":
             outputs, weights = self._virtual_attention(entities, mask)
         else:

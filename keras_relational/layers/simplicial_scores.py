@@ -45,10 +45,17 @@ def triple_product_logits(p, l1, l2, sqrt_epsilon=1e-12):
         ``[B, H, I, J, K]`` logits, never negative.
     """
     norm_p, norm_1, norm_2 = _norm(p), _norm(l1), _norm(l2)
-    # Cosines from the raw dot products (normalising the small [I, J] products, not the vectors).
-    cos_pj = ops.einsum("bhid,bhjd->bhij", p, l1) / (norm_p[..., :, None] * norm_1[..., None, :])
-    cos_pk = ops.einsum("bhid,bhkd->bhik", p, l2) / (norm_p[..., :, None] * norm_2[..., None, :])
-    cos_jk = ops.einsum("bhjd,bhkd->bhjk", l1, l2) / (norm_1[..., :, None] * norm_2[..., None, :])
+    # Cosines are scale-invariant, so they are taken of the vectors divided by their norms held
+    # constant (stop_gradient): the same function, but every intermediate of its gradient is
+    # O(1) whatever the scale. Then times reciprocal norms, not divided by a product of two: the
+    # gradients of a / b on JAX, (-g a) b^-2, overflow to inf or 0 * inf = NaN for zero vectors
+    # (b = 1e-30) and for long ones (g ~ ||p|| ||l1|| ||l2||), where TensorFlow stays finite.
+    p, l1, l2 = (x * ops.stop_gradient(1.0 / norm)[..., None]
+                 for x, norm in ((p, norm_p), (l1, norm_1), (l2, norm_2)))
+    inv_p, inv_1, inv_2 = (1.0 / _norm(x) for x in (p, l1, l2))
+    cos_pj = ops.einsum("bhid,bhjd->bhij", p, l1) * (inv_p[..., :, None] * inv_1[..., None, :])
+    cos_pk = ops.einsum("bhid,bhkd->bhik", p, l2) * (inv_p[..., :, None] * inv_2[..., None, :])
+    cos_jk = ops.einsum("bhjd,bhkd->bhjk", l1, l2) * (inv_1[..., :, None] * inv_2[..., None, :])
     cos_pj = cos_pj[..., :, :, None]
     cos_pk = cos_pk[..., :, None, :]
     cos_jk = cos_jk[..., None, :, :]

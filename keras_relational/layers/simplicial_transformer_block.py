@@ -170,6 +170,7 @@ class SimplicialTransformerBlock(keras.layers.Layer):
         self.attention_scale = attention_scale
         self.logit_scale = logit_scale
         self.sqrt_epsilon = sqrt_epsilon
+        validation.check_layer_norm_epsilon(type(self).__name__, layer_norm_epsilon)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.return_virtual_entities = bool(return_virtual_entities)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

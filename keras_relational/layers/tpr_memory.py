@@ -99,7 +99,7 @@ class TPRMemory(keras.layers.Layer):
         validation.check_choice(name, "use_move", use_move, (True, False))
         validation.check_choice(name, "use_backlink", use_backlink, (True, False))
         validation.check_choice(name, "implementation", implementation, _IMPLEMENTATIONS)
-        validation.check_positive_number(name, "layer_norm_epsilon", layer_norm_epsilon)
+        validation.check_layer_norm_epsilon(name, layer_norm_epsilon)
         self.entity_dim = entity_dim
         self.relation_dim = relation_dim
         self.hidden_dim = hidden_dim

@@ -193,12 +193,22 @@ def test_long_branches_are_resampled_like_the_reference():
     assert env.generation_stats["discarded"] > 100
 
 
-def test_strict_mode_raises_instead_of_resampling():
-    # A 4 x 4 room passes the box-count bound but cannot hold a box and the loose key.
+def test_strict_mode_raises_instead_of_resampling(monkeypatch):
+    # A 4 x 4 room cannot hold a box and the loose key: refused when configured (issue 29).
+    with pytest.raises(ValueError,
+                       match=r"room_size`.*loose key = 2 items.*received \(\(1,\), \(0,\), 1, 4\)"):
+        BoxWorld(goal_length=1, num_distractors=0, room_size=4, seed=0)
+    # A full 7 x 7 room (5 boxes + the key fill it) with no failed placement allowed: the first
+    # collision discards the level.
+    from keras_relational.environments.boxworld import generator
+
+    monkeypatch.setattr(generator, "MAX_PLACEMENT_FAILURES", 0)
+    monkeypatch.setattr(generator, "MAX_LEVEL_ATTEMPTS", 3)
     with pytest.raises(LevelGenerationError, match="strict"):
-        BoxWorld(goal_length=1, num_distractors=0, room_size=4, strict=True, seed=0).reset()
-    with pytest.raises(LevelGenerationError, match="200 attempts"):
-        BoxWorld(goal_length=1, num_distractors=0, room_size=4, seed=0).reset()
+        BoxWorld(goal_length=5, num_distractors=0, room_size=7, strict=True, seed=0).reset()
+    with pytest.raises(LevelGenerationError, match="3 attempts"):
+        BoxWorld(goal_length=5, num_distractors=0, room_size=7, seed=0).reset()
+    monkeypatch.undo()
     # Oversized (L, D) combinations are resampled rather than raised without strict mode.
     env = BoxWorld(goal_length=(1, 4), num_distractors=(0, 4), distractor_length=3, seed=0)
     for _ in range(50):

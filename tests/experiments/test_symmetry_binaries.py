@@ -105,13 +105,22 @@ def test_early_stopping_scores_from_min_epochs(tmp_path):
     assert result["selected_epoch"] == result["stopped_epoch"] == 3
 
 
-def test_restart_below_stop_score_keeps_the_best_attempt(tmp_path):
+def test_restart_below_stop_score_keeps_the_best_attempt(tmp_path, monkeypatch):
     data = _tiny_nesting_data()
+    compiled, compile_ = [], keras.Model.compile
+
+    def counting_compile(self, *args, **kwargs):
+        compiled.append(self)
+        return compile_(self, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "compile", counting_compile)
     result = palindromes_lib.palindromes_train_eval(
         str(tmp_path), model="conv_stack", condition="nesting", seed=0, epochs=2,
         batch_size=64, learning_rate=1e-2, restart_threshold=None, early_stopping=True,
         patience=None, stop_score=1.01, restart_below_stop_score=True, max_restarts=2,
         tensorboard=False, data=data)
+    monkeypatch.undo()  # load_model below compiles with Keras' own compile
+    assert len(compiled) == 1  # the restarts re-initialise the compiled model, no new compile
     per_attempt = result["best_score_per_attempt"]
     # stop_score > 1 is never reached: every restart is used, the best attempt is kept
     assert result["restarts"] == 2 and len(per_attempt) == 3

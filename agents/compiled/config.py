@@ -1,0 +1,63 @@
+"""The hyperparameters of the compiled actor-learner loop: :class:`TrainConfig` plus its own.
+
+Every field of :class:`keras_relational.agents.config.TrainConfig` means the same here (learning
+rate, costs, num_envs, unroll length, intervals, evaluation, ...), so the compiled trainer is the
+TF-Agents one's config with ``trainer="compiled"``, one source of defaults; this subclass adds
+what only the compiled loop has and rejects what it does not do (PPO, Ray actors).
+
+Pure Python (no TensorFlow, no Keras).
+
+Example::
+
+    from keras_relational.agents.compiled.config import CompiledConfig
+
+    config = CompiledConfig(num_envs=64, unroll_length=5, num_iterations=100)
+    config.levels_per_bank     # levels drawn per bank from the NumPy generator
+"""
+
+import dataclasses
+
+from keras_relational import validation
+from keras_relational.agents.config import TrainConfig, _field
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledConfig(TrainConfig):
+    """:class:`TrainConfig` for ``trainer="compiled"``, with the level-bank size."""
+
+    trainer: str = _field("compiled", "Always 'compiled' here.")
+    level_bank_size: int | None = _field(
+        None, "Levels per bank drawn by the NumPy generator (host thread, ahead of use); a bank "
+        "serves updates until its unused levels could run out in the next one. None: enough "
+        "for 8 updates.")
+
+    def __post_init__(self):
+        if self.trainer != "compiled":
+            raise ValueError(f"CompiledConfig expects `trainer` to be 'compiled', received "
+                             f"trainer={self.trainer!r}.")
+        super().__post_init__()
+        validation.check_positive_int("CompiledConfig", "level_bank_size", self.level_bank_size,
+                                      allow_none=True)
+        if self.level_bank_size is not None and self.level_bank_size < self.max_levels_per_update:
+            raise ValueError(
+                f"CompiledConfig expects `level_bank_size` >= {self.max_levels_per_update} (the "
+                f"most levels one update can start: num_envs * (unroll_length // 2 + 1)), "
+                f"received level_bank_size={self.level_bank_size}.")
+
+    @classmethod
+    def from_train_config(cls, config, **overrides):
+        """The :class:`CompiledConfig` with every field of a :class:`TrainConfig` ``config``."""
+        values = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)}
+        values.update(trainer="compiled", **overrides)
+        return cls(**values)
+
+    @property
+    def max_levels_per_update(self):
+        """The most episodes one update can start: an episode takes at least one action and the
+        auto-reset step, so a slot starts at most ``unroll_length // 2 + 1`` per update."""
+        return self.num_envs * (self.unroll_length // 2 + 1)
+
+    @property
+    def levels_per_bank(self):
+        """``level_bank_size``, or enough levels for 8 updates."""
+        return self.level_bank_size or 8 * self.max_levels_per_update

@@ -1,0 +1,122 @@
+"""Learning: the V-trace actor-critic loss and one optimiser step, through Keras' stateless API.
+
+The loss is the TF-Agents agent's (:class:`keras_relational.agents.vtrace_agent.VTraceAgent`),
+summed over time and batch as in IMPALA (Espeholt et al. 2018, Sec. 4.2)::
+
+    -sum rho_s A_s log pi(a_s|x_s) + baseline_cost * 0.5 sum (v_s - V(x_s))^2
+    - entropy_cost * sum H(pi(.|x_s))
+
+with ``v_s`` and ``A_s`` from :func:`~keras_relational.agents.compiled.vtrace.vtrace_returns`;
+a transition out of a LAST step (into the next episode) is masked out, and a truncated episode
+(discount 1 at the step limit) bootstraps from the value of its last observation. The gradients
+are clipped to a global norm and applied with ``optimizer.stateless_apply`` (under TensorFlow
+its equivalent, :func:`~keras_relational.agents.compiled.backend.apply_gradients`).
+"""
+
+import collections
+
+import keras
+
+from keras_relational.agents.compiled import acting, backend
+from keras_relational.agents.compiled.vtrace import vtrace_returns
+
+# dm_env.StepType.LAST (the environments' step types are dm_env's).
+LAST = 2
+
+Unroll = collections.namedtuple(
+    "Unroll", ["observation", "step_type", "action", "behaviour_logits", "reward", "discount"])
+Unroll.__doc__ = """A time-major unroll: ``T`` transitions of ``B`` environments.
+
+``observation`` and ``step_type`` are ``[T+1, B, ...]`` (the last one is the bootstrap step);
+``action``, ``behaviour_logits`` (``[T, B, A]``), ``reward`` and ``discount`` are ``[T, B]``,
+the reward and discount being those of the step the action led to (TF-Agents' trajectories).
+"""
+
+LossInfo = collections.namedtuple(
+    "LossInfo", ["loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm"])
+
+
+def make_optimizer(name, learning_rate):
+    """A Keras 3 optimizer: ``"rmsprop"`` as IMPALA / Zambaldi et al. / Clift et al. (decay 0.99,
+    momentum 0, epsilon 0.1; Zambaldi et al. 2019, App. B) or ``"adam"`` (Keras' defaults)."""
+    if name == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, momentum=0.0,
+                                        epsilon=0.1)
+    if name == "adam":
+        return keras.optimizers.Adam(learning_rate=learning_rate)
+    raise ValueError(f"`optimizer` must be 'rmsprop' or 'adam', received {name!r}.")
+
+
+def log_softmax_and_entropy(logits):
+    """``log pi`` ``[..., A]`` and the entropy ``[...]`` of categorical ``logits`` (float32)."""
+    log_probs = keras.ops.log_softmax(keras.ops.cast(logits, "float32"), axis=-1)
+    entropy = -keras.ops.sum(keras.ops.exp(log_probs) * log_probs, axis=-1)
+    return log_probs, entropy
+
+
+def action_log_prob(log_probs, actions):
+    """``log_probs[..., actions]``: the log-probability of each action."""
+    picked = keras.ops.take_along_axis(
+        log_probs, keras.ops.expand_dims(keras.ops.cast(actions, "int32"), -1), axis=-1)
+    return picked[..., 0]
+
+
+class VTraceLearner:
+    """The loss and the update of the compiled loop, as pure functions of value lists.
+
+    Args:
+        model: the Keras 3 agent network (outputs ``(logits, value)``).
+        optimizer: a built Keras 3 optimizer (``optimizer.build(model.trainable_variables)``).
+        config: a :class:`~keras_relational.agents.compiled.config.CompiledConfig` (discount,
+            costs, clip norm, reward scale, lambda).
+    """
+
+    def __init__(self, model, optimizer, config):
+        self.model = model
+        self.optimizer = optimizer
+        self.config = config
+        self._loss_and_grads = backend.value_and_grad(self.loss)
+
+    def loss(self, trainable, non_trainable, unroll):
+        """``(loss, (non_trainable, loss terms))`` of a time-major :class:`Unroll`."""
+        config = self.config
+        steps, batch = unroll.step_type.shape[0], unroll.step_type.shape[1]
+        observation = keras.ops.reshape(unroll.observation,
+                                        (steps * batch, *unroll.observation.shape[2:]))
+        logits, values, non_trainable = acting.forward(
+            self.model, (trainable, non_trainable), observation, training=True)
+        logits = keras.ops.reshape(logits, (steps, batch, logits.shape[-1]))
+        values = keras.ops.reshape(values, (steps, batch))
+        log_probs, entropy = log_softmax_and_entropy(logits[:-1])
+        behaviour_log_probs, _ = log_softmax_and_entropy(unroll.behaviour_logits)
+        target_log_probs = action_log_prob(log_probs, unroll.action)
+        log_rhos = target_log_probs - action_log_prob(behaviour_log_probs, unroll.action)
+        # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
+        mask = keras.ops.cast(unroll.step_type[:-1] != LAST, "float32")
+        discounts = config.discount * unroll.discount * mask
+        rewards = config.reward_scale * unroll.reward
+        returns = vtrace_returns(keras.ops.stop_gradient(log_rhos), discounts, rewards,
+                                 keras.ops.stop_gradient(values[:-1]),
+                                 keras.ops.stop_gradient(values[-1]), mask=mask,
+                                 lambda_=config.vtrace_lambda)
+        pg_loss = -keras.ops.sum(mask * returns.pg_advantages * target_log_probs)
+        value_loss = 0.5 * keras.ops.sum(mask * keras.ops.square(returns.vs - values[:-1]))
+        entropy = keras.ops.sum(mask * entropy)
+        loss = pg_loss + config.baseline_cost * value_loss - config.entropy_cost * entropy
+        return loss, (non_trainable, (pg_loss, value_loss, entropy))
+
+    def update(self, params, optimizer_variables, unroll):
+        """One gradient step: ``(params, optimizer_variables, LossInfo)``."""
+        trainable, non_trainable = params
+        (loss, (non_trainable, parts)), grads = self._loss_and_grads(
+            trainable, non_trainable, unroll)
+        norm = keras.ops.sqrt(sum(keras.ops.sum(keras.ops.square(g)) for g in grads))
+        if self.config.gradient_clip_norm is not None:
+            # tf.clip_by_global_norm: g * clip / max(norm, clip).
+            scale = self.config.gradient_clip_norm / keras.ops.maximum(
+                norm, self.config.gradient_clip_norm)
+            grads = [g * scale for g in grads]
+        trainable, optimizer_variables = backend.apply_gradients(
+            self.optimizer, optimizer_variables, grads, trainable,
+            self.model.trainable_variables)
+        return (trainable, non_trainable), optimizer_variables, LossInfo(loss, *parts, norm)

@@ -1,0 +1,75 @@
+"""Level banks for the compiled loop: drawn by the NumPy generator ahead of use, on a host thread.
+
+The NumPy generator defines the level distribution (Zambaldi et al. 2019, Sec. 3.1; its rejection
+sampling stays on the host); the compiled update reads levels from a bank, a pytree of arrays
+passed as an argument. Bank ``k`` of a run is drawn with the seed ``(seed, k)``, so a run's
+levels depend on its seed only, and the position ``(bank index, levels used)`` is all a checkpoint
+needs to carry on with the same levels after a restart.
+"""
+
+import concurrent.futures
+
+import keras
+import numpy as np
+
+
+def bank_seed(seed, index):
+    """The generator seed of bank ``index`` of a run seeded ``seed``."""
+    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
+
+
+class LevelBanks:
+    """The current bank and the next one, drawn in a background thread while the device runs.
+
+    A bank serves updates until the levels it has left could run out within the next update;
+    then the next bank takes over (every episode gets a level no episode played before).
+
+    Args:
+        environment: a tensor BoxWorld (``level_bank(num_levels, seed)``).
+        levels_per_bank: levels per bank.
+        max_levels_per_update: the most levels one update can start.
+        seed: the run's seed.
+        bank_index, levels_used: where to start (a checkpoint's :attr:`position`); a fresh run
+            starts bank 0 with the levels its ``reset`` takes.
+    """
+
+    def __init__(self, environment, levels_per_bank, max_levels_per_update, seed, bank_index=0,
+                 levels_used=0):
+        self._environment = environment
+        self._levels_per_bank = levels_per_bank
+        self._max_levels_per_update = max_levels_per_update
+        self._seed = seed
+        self.bank_index = bank_index
+        self.levels_used = levels_used
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, "level_banks")
+        self.bank = self._to_device(self._draw(bank_index))
+        self._next = self._executor.submit(self._draw, bank_index + 1)
+
+    def _draw(self, index):
+        return self._environment.level_bank(self._levels_per_bank, bank_seed(self._seed, index))
+
+    @staticmethod
+    def _to_device(bank):
+        return {key: keras.ops.convert_to_tensor(value) for key, value in bank.items()}
+
+    def for_update(self):
+        """The bank the next update reads (the next bank once this one could run out)."""
+        if self.levels_used + self._max_levels_per_update > self._levels_per_bank:
+            self.bank = self._to_device(self._next.result())
+            self.bank_index += 1
+            self.levels_used = 0
+            self._next = self._executor.submit(self._draw, self.bank_index + 1)
+        return self.bank
+
+    def record(self, levels_started):
+        """Accounts the levels an update started."""
+        self.levels_used += int(levels_started)
+
+    @property
+    def position(self):
+        """``dict(bank_index, levels_used)``: what a checkpoint stores."""
+        return dict(bank_index=self.bank_index, levels_used=self.levels_used)
+
+    def close(self):
+        """Stops the background thread (after the bank it is drawing)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)

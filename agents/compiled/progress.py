@@ -1,0 +1,81 @@
+"""Progress of a compiled run: the TF-Agents trainer's progress line, TensorBoard, a history.
+
+The line is :func:`keras_relational.progress_bar.training_line`, as for
+:class:`keras_relational.agents.progress.Progress`, so logs and ``result.json`` histories of both
+trainers read alike. In the compiled loop environment steps, acting and learning run inside one
+compiled call and cannot be timed apart: ``learning_seconds`` is the time in that call and
+``acting_seconds`` the host's time around it (level banks, bookkeeping);
+``benchmarks/compiled_vs_tf_agents.py`` measures the acting share of the compiled call itself.
+"""
+
+import math
+import time
+
+from keras_relational.progress_bar import eta_seconds, training_line
+
+
+class Progress:
+    """Accumulates the updates' metrics and reports every ``config.log_interval`` updates.
+
+    Args:
+        config: the run's config.
+        start_step: the step the run starts (or resumes) from.
+        writer: a :class:`~keras_relational.agents.compiled.summaries.ScalarWriter` (progress
+            scalars) and ``loss_writer`` one for the loss terms.
+        print_fn: receives the lines.
+    """
+
+    def __init__(self, config, start_step, writer, loss_writer, print_fn):
+        self._config = config
+        self._writer, self._loss_writer = writer, loss_writer
+        self._print = print_fn
+        self.started = time.perf_counter()
+        self._last_time, self._last_step = self.started, start_step
+        self._start_step = start_step
+        self._reset_interval()
+        self.history = []
+        self.out_of_time = False
+
+    def _reset_interval(self):
+        self._episodes = self._solved = 0
+        self._return_sum = 0.0
+        self._acting_seconds = self._learning_seconds = 0.0
+
+    def record(self, step, metrics, host_seconds, update_seconds):
+        """Accounts one update (``metrics``: a ``Metrics`` of NumPy scalars)."""
+        self._episodes += int(metrics.episodes)
+        self._solved += int(metrics.solved)
+        self._return_sum += float(metrics.return_sum)
+        self._acting_seconds += host_seconds
+        self._learning_seconds += update_seconds
+        if (step - self._last_step >= self._config.log_interval
+                or step >= self._config.num_iterations):
+            self._report(step, metrics)
+
+    def _report(self, step, metrics):
+        frames_per_step = self._config.frames_per_step
+        now = time.perf_counter()
+        fps = (step - self._last_step) * frames_per_step / max(now - self._last_time, 1e-9)
+        rate = self._solved / self._episodes if self._episodes else math.nan
+        mean_return = self._return_sum / self._episodes if self._episodes else math.nan
+        total = self._acting_seconds + self._learning_seconds
+        acting_share = self._acting_seconds / max(total, 1e-9)
+        frames = int(step * frames_per_step)
+        self._writer.scalars(step, dict(frames_per_second=fps, solve_rate=rate,
+                                        average_return=mean_return))
+        self._loss_writer.scalars(step, {f"Losses/{name}": float(value) for name, value in
+                                         metrics._asdict().items() if name in (
+                                             "loss", "policy_gradient_loss", "value_loss",
+                                             "entropy", "gradient_norm")})
+        eta = eta_seconds(step, self._config.num_iterations, now - self.started,
+                          self._start_step)
+        self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
+                                  float(metrics.loss), acting_share, eta=eta))
+        self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
+                                 seconds=now - self.started,
+                                 acting_seconds=self._acting_seconds,
+                                 learning_seconds=self._learning_seconds))
+        self._reset_interval()
+        self._last_time, self._last_step = now, step
+        max_seconds = self._config.max_seconds
+        self.out_of_time = max_seconds is not None and now - self.started >= max_seconds

@@ -1,0 +1,199 @@
+"""Training of the Box-World agents with the compiled actor-learner loop.
+
+``train_eval(root_dir, config)`` is ``python -m keras_relational.experiments.train_boxworld
+--trainer=compiled``: tensor BoxWorlds (``keras_relational.environments.TensorBoxWorld`` /
+``TensorBridgeBoxWorld``) step, act and learn in one compiled function per update
+(:class:`~keras_relational.agents.compiled.loop.CompiledLoop`) under the Keras backend, JAX or
+TensorFlow; it needs neither TensorFlow nor TF-Agents under JAX. Its outputs are those of
+:func:`keras_relational.agents.train_eval.train_eval`: the same progress lines, TensorBoard
+scalars under ``root_dir/train``, ``root_dir/collect_extra`` and ``root_dir/eval``, checkpoints
+under ``root_dir/train/checkpoints`` (re-running with the same ``root_dir`` resumes, also after
+``kill -9``, exactly where the uninterrupted run would be), evaluation on fresh levels, the Keras
+model (``keras_model.keras``, and ``keras_model/`` via ``model.export`` where TensorFlow is
+installed) and ``root_dir/result.json``. There are no TF-Agents policies (``policies_dir`` is
+None).
+"""
+
+import dataclasses
+import importlib.util
+import json
+import os
+import shutil
+import time
+
+from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop, summaries
+from keras_relational.agents.compiled.config import CompiledConfig
+from keras_relational.agents.compiled.learning import make_optimizer
+from keras_relational.agents.compiled.progress import Progress
+from keras_relational.agents.config import environment_config, preset_environment
+
+EVAL_SEED_OFFSET = 10_000  # evaluation levels and sampling: seed + this (as train_eval's)
+
+
+def tensor_environment(environment):
+    """The tensor BoxWorld of an environment config (``BoxWorldConfig`` / ``BridgeConfig``)."""
+    from keras_relational import environments
+
+    tensor_class = (environments.TensorBoxWorld
+                    if isinstance(environment, environments.BoxWorldConfig)
+                    else environments.TensorBridgeBoxWorld)
+    return tensor_class(config=environment)
+
+
+def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
+                **hyperparameters):
+    """A :class:`CompiledConfig` from ``config`` (a ``TrainConfig`` or ``CompiledConfig``; None:
+    the defaults) updated by ``hyperparameters``; ``env_name`` / ``env_kwargs`` /
+    ``eval_env_kwargs`` as in ``keras_relational.agents.train_eval.make_config``."""
+    config = CompiledConfig.from_train_config(config) if config is not None \
+        and not isinstance(config, CompiledConfig) else (config or CompiledConfig())
+    env_name = env_name or config.env_name
+    if env_kwargs is not None or env_name != config.env_name:
+        hyperparameters.setdefault("environment",
+                                   environment_config(env_name, **(env_kwargs or {})))
+    if eval_env_kwargs is not None:
+        hyperparameters.setdefault("eval_environment",
+                                   environment_config(env_name, **eval_env_kwargs))
+    return dataclasses.replace(config, **hyperparameters)
+
+
+def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
+               print_fn=print, **hyperparameters):
+    """Trains an agent on BoxWorld with the compiled loop, evaluates it and exports it.
+
+    Arguments as :func:`keras_relational.agents.train_eval.train_eval` (``config`` may be a
+    ``TrainConfig``, turned into a :class:`CompiledConfig`). Returns the same dict (also written
+    to ``root_dir/result.json``), with ``policies_dir`` None and ``trainer``/``backend`` added.
+    """
+    config = make_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
+    import keras
+
+    from keras_relational.agents.networks import agent_model_fn
+
+    keras.utils.set_random_seed(config.seed)
+    os.makedirs(root_dir, exist_ok=True)
+    environment = tensor_environment(config.environment)
+    spec = environment.observation_spec()
+    model = agent_model_fn(config.agent, spec.shape, environment.action_spec().num_values,
+                           observation_dtype=spec.dtype, **config.model_kwargs)()
+    optimizer = make_optimizer(config.optimizer_name(), config.learning_rate)
+    compiled = loop.CompiledLoop(environment, model, optimizer, config)
+
+    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
+                              config.seed)
+    state = compiled.initial_state(banks.bank)
+    banks.record(config.num_envs)  # reset started levels 0..num_envs-1
+    restored = checkpointing.restore(root_dir, state)
+    start_step = 0
+    if restored is not None:
+        state, meta = restored
+        start_step = meta["step"]
+        banks.close()
+        banks = levels.LevelBanks(environment, config.levels_per_bank,
+                                  config.max_levels_per_update, config.seed, **meta["banks"])
+        print_fn(f"Resuming from {root_dir}: train step {start_step}")
+    print_fn(f"Training {config.agent} agent ({model.count_params():,} parameters, "
+             f"{config.algorithm}, compiled under {keras.backend.backend()}) on "
+             f"{config.env_name} BoxWorld: {config.num_envs} envs x {config.unroll_length} "
+             f"steps per update, {config.num_iterations} updates")
+
+    eval_writer = summaries.ScalarWriter(os.path.join(root_dir, "eval"))
+    evaluators = {}  # name -> Evaluator (compiled once per run)
+
+    def run_eval(step, name="eval", eval_environment=config.evaluation_environment):
+        if name not in evaluators:
+            evaluators[name] = evaluation.Evaluator(
+                tensor_environment(eval_environment), model,
+                min(config.eval_episodes, config.eval_num_envs), config.seed + EVAL_SEED_OFFSET)
+        solved, returns = evaluators[name](
+            (state["trainable"], state["non_trainable"]), config.eval_episodes,
+            config.seed + EVAL_SEED_OFFSET)
+        rate = float(solved.mean())
+        eval_writer.scalars(step, {f"{name}/solve_rate": rate,
+                                   f"{name}/average_return": float(returns.mean())})
+        print_fn(f"{name} @ step {step}: solved {100 * rate:.1f}% of {len(solved)} episodes")
+        return rate
+
+    progress = Progress(config, start_step,
+                        summaries.ScalarWriter(os.path.join(root_dir, "collect_extra")),
+                        summaries.ScalarWriter(os.path.join(root_dir, "train")), print_fn)
+    step = start_step
+
+    def save():
+        checkpointing.save(root_dir, state, dict(step=step, banks=banks.position))
+
+    try:
+        while step < config.num_iterations and not progress.out_of_time:
+            tick = time.perf_counter()
+            bank = banks.for_update()
+            tock = time.perf_counter()
+            state, metrics = compiled.update(state, bank)
+            metrics = type(metrics)(*(keras.ops.convert_to_numpy(m) for m in metrics))
+            done = time.perf_counter()
+            banks.record(metrics.levels_started)
+            step += 1
+            host_seconds = (tock - tick) + (time.perf_counter() - done)
+            progress.record(step, metrics, host_seconds, done - tock)
+            if step % config.checkpoint_interval == 0:
+                save()
+            if config.eval_interval and step % config.eval_interval == 0:
+                run_eval(step)
+    finally:
+        banks.close()
+    save()  # the final state, any interval
+    eval_rate = run_eval(step) if config.eval_episodes else float("nan")
+    test_rates = {preset: run_eval(step, preset, preset_environment(config.environment, preset))
+                  for preset in config.test_presets}
+    compiled.assign_to_model(state)
+    keras_model_dir, keras_file, export_note = export_keras_model(model, root_dir)
+    elapsed = time.perf_counter() - progress.started
+    result = dict(
+        train_step=step, frames=int(step * config.frames_per_step),
+        frames_per_second=(step - start_step) * config.frames_per_step / max(elapsed, 1e-9),
+        eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=None,
+        keras_model_dir=keras_model_dir, keras_file=keras_file, actor_jit_compile=True,
+        trainer="compiled", backend=keras.backend.backend(), export_note=export_note,
+        history=progress.history)
+    _write_json(os.path.join(root_dir, "result.json"), result)
+    print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, Keras model in "
+             f"{keras_model_dir or keras_file}")
+    return result
+
+
+def export_keras_model(model, root_dir):
+    """Writes ``root_dir/keras_model.keras`` and, where TensorFlow is installed,
+    ``root_dir/keras_model`` (``model.export``, a SavedModel); both replace older ones whole.
+
+    Returns ``(keras_model_dir or None, keras_file, note)``.
+    """
+    keras_file = os.path.join(root_dir, "keras_model.keras")
+    partial = os.path.join(root_dir, "keras_model.partial.keras")
+    model.save(partial)
+    os.replace(partial, keras_file)
+    if not _tensorflow_installed():
+        return None, keras_file, "model.export skipped: it writes a SavedModel, which needs " \
+            "TensorFlow (not installed)"
+    keras_model_dir = os.path.join(root_dir, "keras_model")
+    partial = keras_model_dir + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    model.export(partial, verbose=False)
+    shutil.rmtree(keras_model_dir, ignore_errors=True)
+    os.replace(partial, keras_model_dir)
+    return keras_model_dir, keras_file, None
+
+
+def _tensorflow_installed():
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except ImportError:
+        return False
+
+
+def _write_json(path, data):
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(partial, path)
+
+
+__all__ = ["CompiledConfig", "make_config", "train_eval"]

@@ -1,0 +1,222 @@
+"""The compiled actor-learner loop (keras_relational.agents.compiled): V-trace in keras.ops, one
+update, train_eval with its outputs, resume equality, and the same under JAX without TensorFlow.
+
+The in-process tests run under the suite's backend (TensorFlow); one subprocess runs JAX.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relational.agents.compiled import checkpointing, levels, loop, summaries
+from keras_relational.agents.compiled import train_eval as compiled_train_eval
+from keras_relational.agents.compiled.config import CompiledConfig
+from keras_relational.agents.compiled.learning import make_optimizer
+from keras_relational.agents.compiled.vtrace import vtrace_returns
+from keras_relational.agents.config import TrainConfig
+from keras_relational.agents.networks import agent_model_fn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_vtrace import _random_case, vtrace_reference  # noqa: E402  (the NumPy reference)
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_LEVELS = dict(goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot")
+_TINY = dict(env_kwargs=_LEVELS, num_envs=3, unroll_length=4, log_interval=1,
+             model_kwargs=dict(key_dim=8, mlp_hidden_units=(8,), head_units=(8,),
+                               conv_filters=(8, 8)))
+
+
+def _vtrace_case(seed):
+    case = _random_case(seed)
+    case["mask"] = (np.random.RandomState(seed + 100).uniform(size=case["rewards"].shape)
+                    > 0.2).astype("float32")
+    return case
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_vtrace_matches_numpy_reference(seed):
+    case = _vtrace_case(seed)
+    vs, advantages = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"],
+                                    case["values"], case["bootstrap"], mask=case["mask"])
+    expected_vs, expected_advantages = vtrace_reference(**case)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(vs), expected_vs, atol=1e-5)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(advantages), expected_advantages,
+                               atol=1e-5)
+
+
+def test_vtrace_rejects_lambda_outside_unit_interval():
+    case = _random_case(0)
+    with pytest.raises(ValueError, match="lambda_"):
+        vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"], case["values"],
+                       case["bootstrap"], lambda_=1.5)
+
+
+def test_config_validation_and_trainer_flag():
+    assert CompiledConfig.from_train_config(TrainConfig(num_envs=5)).num_envs == 5
+    with pytest.raises(ValueError, match="trainer='compiled'.*algorithm"):
+        TrainConfig(trainer="compiled", algorithm="ppo")
+    with pytest.raises(ValueError, match="trainer"):
+        TrainConfig(trainer="anakin")
+    with pytest.raises(ValueError, match="level_bank_size"):
+        CompiledConfig(num_envs=4, unroll_length=4, level_bank_size=5)
+
+
+def test_one_update_changes_every_weight_and_is_finite():
+    config = compiled_train_eval.make_config(num_iterations=1, **{
+        k: v for k, v in _TINY.items() if k != "env_kwargs"}, env_kwargs=_LEVELS)
+    environment = compiled_train_eval.tensor_environment(config.environment)
+    spec = environment.observation_spec()
+    model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
+                           **config.model_kwargs)()
+    compiled = loop.CompiledLoop(environment, model, make_optimizer("rmsprop", 1e-3), config)
+    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
+                              seed=0)
+    state = compiled.initial_state(banks.bank)
+    before = [keras.ops.convert_to_numpy(w) for w in state["trainable"]]
+    state, metrics = compiled.update(state, banks.for_update())
+    banks.close()
+    after = [keras.ops.convert_to_numpy(w) for w in state["trainable"]]
+    for name, value in metrics._asdict().items():
+        assert np.isfinite(keras.ops.convert_to_numpy(value)), name
+    assert float(keras.ops.convert_to_numpy(metrics.gradient_norm)) > 0
+    changed = [not np.array_equal(b, a) for b, a in zip(before, after, strict=True)]
+    assert all(changed), f"{changed.count(False)} of {len(changed)} weights did not change"
+    assert all(np.all(np.isfinite(a)) for a in after)
+
+
+def _final_checkpoint(root):
+    with np.load(checkpointing.checkpoints(root)[-1]) as data:
+        return {key: data[key] for key in data.files}
+
+
+def _event_scalars(directory):
+    import tensorflow as tf
+
+    tags = set()
+    for path in glob.glob(os.path.join(directory, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
+@pytest.mark.slow  # three runs, each compiling its update (about a minute on 2 idle cores)
+def test_train_eval_outputs_and_resume_equals_uninterrupted_run(tmp_path):
+    lines = []
+    whole = str(tmp_path / "whole")
+    result = compiled_train_eval.train_eval(whole, num_iterations=3, checkpoint_interval=1,
+                                            eval_episodes=2, eval_num_envs=2,
+                                            print_fn=lines.append, **_TINY)
+    assert result["train_step"] == 3 and result["frames"] == 3 * 3 * 4
+    assert [entry["step"] for entry in result["history"]] == [1, 2, 3]
+    assert sum(line.startswith("step ") and "frames/s" in line and "acting" in line
+               for line in lines) == 3, lines
+    assert any(line.startswith("eval @ step 3: solved") for line in lines), lines
+    with open(os.path.join(whole, "result.json")) as f:
+        assert json.load(f)["train_step"] == 3
+    assert {"frames_per_second", "solve_rate"} <= _event_scalars(os.path.join(whole,
+                                                                              "collect_extra"))
+    assert "Losses/loss" in _event_scalars(os.path.join(whole, "train"))
+    assert "eval/solve_rate" in _event_scalars(os.path.join(whole, "eval"))
+    reloaded = keras.saving.load_model(result["keras_file"])
+    assert os.path.exists(os.path.join(result["keras_model_dir"], "saved_model.pb"))
+    final = _final_checkpoint(whole)
+    trained = [w for w in reloaded.get_weights()]
+    assert len(checkpointing.checkpoints(whole)) == checkpointing.KEEP
+
+    # Stopped after 2 updates and restarted: the same state as the uninterrupted run.
+    resumed = str(tmp_path / "resumed")
+    compiled_train_eval.train_eval(resumed, num_iterations=2, eval_episodes=0,
+                                   print_fn=lambda line: None, **_TINY)
+    lines = []
+    compiled_train_eval.train_eval(resumed, num_iterations=3, eval_episodes=0,
+                                   print_fn=lines.append, **_TINY)
+    assert lines[0] == f"Resuming from {resumed}: train step 2", lines
+    again = _final_checkpoint(resumed)
+    assert sorted(again) == sorted(final)
+    for key in final:
+        if key != "meta":
+            np.testing.assert_array_equal(again[key], final[key], err_msg=key)
+    assert json.loads(str(again["meta"])) == json.loads(str(final["meta"]))
+    assert trained  # the exported model holds weights
+
+
+def test_event_files_are_read_by_tensorflow(tmp_path):
+    writer = summaries.ScalarWriter(str(tmp_path))
+    writer.scalars(7, {"a/b": 1.5})
+    writer.close()
+    import tensorflow as tf
+
+    events = list(tf.compat.v1.train.summary_iterator(writer.path))
+    assert events[0].file_version == "brain.Event:2"
+    assert [(e.step, v.tag, v.simple_value) for e in events[1:] for v in e.summary.value] == [
+        (7, "a/b", 1.5)]
+
+
+_JAX_SCRIPT = textwrap.dedent("""
+    import json, sys, types
+
+    class NoTensorFlow:  # as on a machine without TensorFlow: importing it fails
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("tensorflow", "tf_agents", "tf_keras"):
+                raise ModuleNotFoundError(f"No module named {{name!r}}")
+
+    sys.meta_path.insert(0, NoTensorFlow())
+    # test_vtrace imports the TF-Agents agent's (TensorFlow) V-trace next to its NumPy reference.
+    sys.modules["keras_relational.agents.vtrace"] = types.SimpleNamespace(vtrace_returns=None)
+    sys.path.insert(0, {tests!r})
+    import numpy as np
+    import keras
+    from test_vtrace import vtrace_reference
+    from test_compiled_loop import _vtrace_case, _TINY
+    from keras_relational.agents.compiled.vtrace import vtrace_returns
+    from keras_relational.agents.compiled import train_eval
+
+    case = _vtrace_case(0)
+    vs, adv = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"],
+                             case["values"], case["bootstrap"], mask=case["mask"])
+    expected_vs, expected_adv = vtrace_reference(**case)
+    error = max(float(np.abs(np.asarray(vs) - expected_vs).max()),
+                float(np.abs(np.asarray(adv) - expected_adv).max()))
+    result = train_eval.train_eval({root!r}, num_iterations=2, eval_episodes=2, eval_num_envs=2,
+                                   **_TINY)
+    assert "tensorflow" not in sys.modules
+    print(json.dumps(dict(backend=keras.backend.backend(), vtrace_error=error,
+                          train_step=result["train_step"], note=result["export_note"],
+                          keras_file=result["keras_file"])))
+""")
+
+
+@pytest.mark.slow  # a fresh JAX process compiling an update and an evaluation
+def test_under_jax_without_tensorflow(tmp_path):
+    script = _JAX_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)),
+                                root=str(tmp_path / "jax"))
+    done = subprocess.run([sys.executable, "-c", script], cwd=_REPO_ROOT, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, KERAS_BACKEND="jax"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["backend"] == "jax"
+    assert report["vtrace_error"] < 1e-5
+    assert report["train_step"] == 2
+    assert "TensorFlow" in report["note"]  # model.export skipped, the .keras file written
+    assert os.path.exists(report["keras_file"])
+    assert "step      2 | frames" in done.stdout
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--trainer=anakin", "--trainer"),
+    ("--algorithm=ppo", "trainer='compiled'"),
+])
+def test_binary_rejects_bad_trainer_flags_before_training(tmp_path, flag, message):
+    command = [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
+               f"--root_dir={tmp_path}", "--trainer=compiled", flag]
+    done = subprocess.run(command, cwd=_REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr[-2000:]
+    assert not os.listdir(tmp_path)  # nothing trained or written

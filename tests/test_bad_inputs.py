@@ -1,0 +1,365 @@
+"""Bad inputs a new user can reach get a clear error at the earliest point (issue 29).
+
+Every case asserts the error type and that the message names the argument, what was expected
+and what was received: layers (construction, call and trace time), environments, data
+generators and results files, the training configuration, the play library, and every binary's
+flags (parsed in one subprocess, binary after binary, since their flags share names).
+"""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+import keras_relational
+from keras_relational import environments, json_files, validation
+from keras_relational.environments import palindromes
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _raises(error_type, call, *fragments):
+    """Runs ``call``; its error must be ``error_type`` and mention every fragment."""
+    with pytest.raises(error_type) as caught:
+        call()
+    message = str(caught.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    return message
+
+
+# Layers ------------------------------------------------------------------------------------
+
+_ENTITIES = np.zeros((2, 5, 8), "float32")
+
+
+@pytest.mark.parametrize("mask", [np.ones((2, 3), bool), np.ones((2, 5, 1), bool),
+                                  np.ones((3, 5), bool)])
+def test_simplicial_attention_checks_the_mask_shape(mask):
+    layer = keras_relational.SimplicialAttention(num_heads=1, key_dim=4)
+    _raises(ValueError, lambda: layer(_ENTITIES, mask=mask), "`mask`", "(2, 5)",
+            f"received shape {mask.shape}")
+
+
+def test_entity_max_pool_checks_the_mask_shape():
+    _raises(ValueError, lambda: keras_relational.EntityMaxPool()(_ENTITIES,
+                                                                 mask=np.ones((2, 4), bool)),
+            "EntityMaxPool", "`mask`", "(2, 5)", "received shape (2, 4)")
+
+
+@pytest.mark.parametrize("mode,count,expected", [
+    ("virtual", 2, "more than num_virtual_entities=2"),
+    ("virtual", 1, "more than num_virtual_entities=2"),
+    ("full", 0, "at least 1 entity (axis 1) in mode='full'"),
+])
+def test_simplicial_attention_checks_the_entity_count_per_mode(mode, count, expected):
+    layer = keras_relational.SimplicialAttention(num_heads=1, key_dim=4, mode=mode)
+    message = _raises(ValueError, lambda: layer(np.zeros((2, count, 8), "float32")), expected,
+                      f"received shape (2, {count}, 8)")
+    if mode == "full":
+        assert "virtual'" not in message
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="a tf.function trace")
+def test_simplicial_attention_checks_a_dynamic_entity_count_when_run():
+    import tensorflow as tf
+
+    layer = keras_relational.SimplicialAttention(num_heads=1, key_dim=4)
+    layer.build((None, None, 8))
+    call = tf.function(layer, input_signature=[tf.TensorSpec((None, None, 8), tf.float32)])
+    assert call(np.zeros((2, 5, 8), "float32")).shape == (2, 5, 4)
+    _raises(tf.errors.InvalidArgumentError, lambda: call(np.zeros((2, 2, 8), "float32")),
+            "more than num_virtual_entities=2", "dynamic entity count")
+
+
+_EPSILON_LAYERS = {
+    "MultiHeadDotProductAttention": dict(num_heads=1, key_dim=4),
+    "RelationalBlock": dict(num_heads=1, key_dim=4),
+    "RelationalModule": dict(num_heads=1, key_dim=4),
+    "SimplicialTransformerBlock": dict(num_heads=1, key_dim=4),
+    "TPRMemory": dict(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EPSILON_LAYERS))
+@pytest.mark.parametrize("epsilon", [-1.0, 0.0, None, float("nan"), "1e-6"])
+def test_layer_norm_epsilon_is_a_positive_finite_number(name, epsilon):
+    layer_class = getattr(keras_relational, name)
+    _raises(ValueError, lambda: layer_class(layer_norm_epsilon=epsilon, **_EPSILON_LAYERS[name]),
+            name, "`layer_norm_epsilon`", "finite positive number",
+            f"received layer_norm_epsilon={epsilon!r}")
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 8), (2, 5, 9)])
+def test_predinet_refuses_another_input_size_after_build(shape):
+    layer = keras_relational.PrediNet(num_heads=2, key_dim=4, num_relations=3, position_dims=0)
+    layer(_ENTITIES)
+    _raises(ValueError, lambda: layer(np.zeros(shape, "float32")), "PrediNet", "`inputs`",
+            "(None, 5, 8)", f"cannot be called on shape {shape}")
+
+
+# Environments and data generators ----------------------------------------------------------
+
+@pytest.mark.parametrize("env_class", [environments.BoxWorld, environments.BridgeBoxWorld])
+@pytest.mark.parametrize("action", [2.0, np.float32(3.0), True, np.bool_(True), "1", -1, 4,
+                                    np.array([1])])
+def test_single_level_step_takes_integer_actions_only(env_class, action):
+    env = env_class(seed=0)
+    env.reset()
+    _raises(ValueError, lambda: env.step(action), "`action`", "expected an integer in [0, 4)",
+            f"received {action!r}")
+
+
+def test_integer_actions_still_step():
+    env = environments.BoxWorld(seed=0)
+    env.reset()
+    for action in (1, np.int64(2), np.array(3), np.uint8(0)):
+        env.step(action)
+
+
+@pytest.mark.parametrize("kwargs,items", [
+    (dict(room_size=4, goal_length=1, num_distractors=0), "loose key = 2 items"),
+    (dict(room_size=8, goal_length=6, num_distractors=0), "loose key = 7 items"),
+    (dict(room_size=6, goal_length=3, num_distractors=(1, 2)), "loose key = 5 items"),
+])
+def test_rooms_must_fit_the_boxes_and_the_loose_key(kwargs, items):
+    _raises(ValueError, lambda: environments.BoxWorldConfig(**kwargs), "room_size`",
+            items, "expected", f"received ({(kwargs['goal_length'],)}")
+
+
+def test_rooms_that_fit_the_loose_key_still_generate():
+    environments.BoxWorld(room_size=5, goal_length=1, num_distractors=0, seed=0).reset()
+    environments.BoxWorld(room_size=8, goal_length=5, num_distractors=0, seed=0).reset()
+
+
+@pytest.mark.parametrize("make", [
+    lambda seed: environments.BoxWorld(seed=seed),
+    lambda seed: environments.BridgeBoxWorld(seed=seed),
+    lambda seed: environments.BatchedBoxWorld(batch_size=2, seed=seed),
+    lambda seed: environments.BatchedBridgeBoxWorld(batch_size=2, seed=seed),
+    lambda seed: palindromes.palindrome_dataset(half_lengths=(2,), n_per_length=4, seed=seed),
+])
+@pytest.mark.parametrize("seed", [-1, 2**32, 1.5])
+def test_seeds_are_checked(make, seed):
+    _raises(ValueError, lambda: make(seed), "`seed`", "expected an integer in [0, 4294967295]",
+            f"received {seed!r}")
+
+
+@pytest.mark.parametrize("function", [palindromes.palindrome_dataset,
+                                      palindromes.long_palindrome_dataset])
+@pytest.mark.parametrize("n", [0, -5, 2.5])
+def test_palindrome_datasets_need_strings(function, n):
+    _raises(ValueError, lambda: function(n_per_length=n), "`n_per_length`",
+            "expected an integer >= 1", f"received {n!r}")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("abc", "received 'abc'"), ("1,x", "received '1,x'"), ("", "received ''"),
+    ("0", "received '0'"), ("1.5", "received '1.5'"),
+])
+def test_int_lists_are_parsed_with_the_argument_named(text, expected):
+    _raises(ValueError, lambda: validation.parse_int_list("goal_length", text, minimum=1),
+            "`goal_length`", "expected a non-empty comma-separated list of integers >= 1",
+            expected)
+
+
+# Results files -----------------------------------------------------------------------------
+
+def test_json_results_are_strict_and_atomic(tmp_path):
+    path = str(tmp_path / "deep" / "result.json")
+    json_files.write_json(path, dict(rate=float("nan"), inf=np.float32("inf"), ok=np.int64(3),
+                                     nested=[(1.5, float("-inf"))]))
+    with open(path) as f:
+        data = json.load(f, parse_constant=lambda token: pytest.fail(f"bare {token} in JSON"))
+    assert data == dict(rate=None, inf=None, ok=3, nested=[[1.5, None]])
+    assert os.listdir(tmp_path / "deep") == ["result.json"]  # no temporary file left behind
+
+
+# Training configuration and the play library -----------------------------------------------
+
+@pytest.mark.parametrize("kwargs,fragments", [
+    (dict(eval_episodes=-1), ("`eval_episodes`", "integer >= 0", "received -1")),
+    (dict(log_interval=0), ("`log_interval`", "integer >= 1", "received 0")),
+    (dict(learning_rate=float("nan")), ("`learning_rate`", "finite number > 0", "received nan")),
+    (dict(learning_rate=0.0), ("`learning_rate`", "finite number > 0", "received 0.0")),
+    (dict(discount=1.5), ("`discount`", "in [0, 1]", "received 1.5")),
+    (dict(checkpoint_interval=0), ("`checkpoint_interval`", ">= 1", "received 0")),
+    (dict(num_iterations=-1), ("`num_iterations`", ">= 0", "received -1")),
+    (dict(max_seconds=float("inf")), ("`max_seconds`", "> 0 or None", "received inf")),
+    (dict(seed=-1), ("`seed`", "[0, 4294967295]", "received -1")),
+    (dict(eval_episodes=0, test_presets=("test_length_6",)),
+     ("`eval_episodes`", "at least 1", "received 0")),
+    (dict(environment=environments.BridgeConfig(), test_presets=("test_length_6",)),
+     ("`test_presets`", "original BoxWorld", "received env_name='bridge'")),
+])
+def test_train_config_refuses_bad_hyperparameters(kwargs, fragments):
+    from keras_relational.agents.config import TrainConfig
+
+    _raises(ValueError, lambda: TrainConfig(**kwargs), *fragments)
+
+
+@pytest.mark.parametrize("episodes", [0, -3, 2.0])
+def test_play_needs_episodes(episodes):
+    from keras_relational.agents.play import play
+
+    _raises(ValueError, lambda: play(object(), environments.BoxWorld(seed=0), episodes),
+            "`episodes`", "expected an integer >= 1", f"received {episodes!r}")
+
+
+class _FirstActionPolicy:
+    """A stand-in for a loaded PolicySaver policy: always action 0 (up)."""
+
+    def action(self, time_step):
+        import types
+
+        import tensorflow as tf
+
+        return types.SimpleNamespace(action=tf.zeros([1], tf.int32))
+
+
+@pytest.mark.parametrize("observation_type", ["rgb", "one_hot"])
+def test_play_runs_bridge_boxworld(observation_type):
+    import keras_relational.agents  # noqa: F401
+    from keras_relational.agents.play import play
+
+    env = environments.BridgeBoxWorld(observation_type=observation_type, max_steps=3, seed=0)
+    results, frames = play(_FirstActionPolicy(), env, 2, record_first=True)
+    assert [r["steps"] for r in results] == [3, 3] and len(frames) == 4
+    assert all(r["solved"] is False for r in results)
+
+
+def test_load_policy_refuses_what_is_not_a_policy(tmp_path):
+    import tensorflow as tf
+
+    import keras_relational.agents  # noqa: F401
+    from keras_relational.agents.play import load_policy
+
+    _raises(ValueError, lambda: load_policy(str(tmp_path)), "`policy_dir`", "PolicySaver",
+            "no SavedModel there")
+    module = tf.Module()
+    module.serve = tf.function(lambda x: x + 1.0, input_signature=[tf.TensorSpec([None])])
+    tf.saved_model.save(module, str(tmp_path / "keras_like"),
+                        signatures={"serve": module.serve})
+    _raises(ValueError, lambda: load_policy(str(tmp_path / "keras_like")), "`policy_dir`",
+            "expected a PolicySaver SavedModel", "signatures ['serve'] and no 'action'")
+
+
+# Binaries: every flag checked when parsed --------------------------------------------------
+
+_FLAG_CASES = {
+    "keras_relational.experiments.train_boxworld": [
+        ("--goal_length=abc", "`goal_length`", "list of integers >= 1", "'abc'"),
+        ("--num_distractors=-1", "`num_distractors`", "integers >= 0", "'-1'"),
+        ("--eval_episodes=-1", "`eval_episodes`", "integer >= 0", "received -1"),
+        ("--log_interval=0", "`log_interval`", "integer >= 1", "received 0"),
+        ("--learning_rate=nan", "`learning_rate`", "finite number > 0", "received nan"),
+        ("--discount=2", "`discount`", "in [0, 1]", "received 2.0"),
+        ("--num_envs=0", "`num_envs`", "integer >= 1", "received 0"),
+        ("--key_dim=0", "`key_dim`", "integer >= 1 or None", "received 0"),
+        ("--env=bridge --test_presets=test_length_6", "--test_presets", "--env=original",
+         "received --env=bridge"),
+        ("--env=bridge --room_size=8", "--room_size", "--env=original", "received --env=bridge"),
+    ],
+    "keras_relational.experiments.play_boxworld": [
+        ("--episodes=-3", "`episodes`", "integer >= 1", "received -3"),
+        ("--gif=/nonexistent/dir/episode.gif", "`gif`", "existing, writable directory",
+         "'/nonexistent/dir/episode.gif'"),
+        ("--gif=/tmp/episode.mp4", "`gif`", "ending with .gif or .png", "'/tmp/episode.mp4'"),
+        ("--goal_length=abc", "`goal_length`", "list of integers", "'abc'"),
+        ("--env=bridge --goal_length=2", "--goal_length", "--env=original",
+         "received --env=bridge"),
+        ("--seed=-1", "`seed`", "[0, 4294967295]", "received -1"),
+    ],
+    "keras_relational.experiments.train_babi": [
+        ("--tasks=abc", "`tasks`", "integers >= 1 and <= 20", "'abc'"),
+        ("--tasks=21", "`tasks`", "integers >= 1 and <= 20", "'21'"),
+        ("--batch_size=0", "`batch_size`", "integer >= 1", "received 0"),
+    ],
+    "keras_relational.experiments.train_relations_game": [
+        ("--batch_size=0", "`batch_size`", "integer >= 1", "received 0"),
+        ("--early_stopping_accuracy=2", "`early_stopping_accuracy`", "in [0, 1] or None",
+         "received 2.0"),
+    ],
+    "keras_relational.experiments.train_palindromes": [
+        ("--seeds=0", "`seeds`", "integer >= 1", "received 0"),
+        ("--models=gru", "`models`", "conv_stack, lstm", "'gru'"),
+    ],
+    "keras_relational.experiments.train_rule_learning": [
+        ("--seeds=0", "`seeds`", "integer >= 1", "received 0"),
+    ],
+    "keras_relational.experiments.same_colour_demo": [
+        ("--epochs=0", "`epochs`", "integer >= 1", "received 0"),
+    ],
+}
+_REQUIRED = {"train_palindromes": "--root_dir=/tmp/unused", "train_rule_learning":
+             "--root_dir=/tmp/unused", "play_boxworld": "--policy_dir=/tmp/unused"}
+
+# Imports each binary in turn (removing its flags before the next one), parses every case and
+# prints {module: [error message or None, ...]}.
+_PARSE_ALL = textwrap.dedent("""
+    import importlib, json, sys
+    from absl import flags
+    cases, required = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    results = {}
+    for module, arguments in cases.items():
+        before = set(flags.FLAGS)
+        importlib.import_module(module)
+        base = [required[module.rsplit(".", 1)[1]]] if module.rsplit(".", 1)[1] in required \\
+            else []
+        results[module] = []
+        for argument in arguments:
+            flags.FLAGS.unparse_flags()
+            try:
+                flags.FLAGS(["binary", *base, *argument.split()])
+                results[module].append(None)
+            except flags.Error as error:
+                results[module].append(str(error))
+        for name in set(flags.FLAGS) - before:
+            delattr(flags.FLAGS, name)
+    print("RESULTS" + json.dumps(results))
+""")
+
+
+@pytest.fixture(scope="module")
+def flag_errors():
+    cases = {module: [case[0] for case in module_cases]
+             for module, module_cases in _FLAG_CASES.items()}
+    done = subprocess.run([sys.executable, "-c", _PARSE_ALL, json.dumps(cases),
+                           json.dumps(_REQUIRED)], cwd=_REPO_ROOT, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.split("RESULTS", 1)[1])
+
+
+@pytest.mark.parametrize("module,index", [(m, i) for m, cases in _FLAG_CASES.items()
+                                          for i in range(len(cases))],
+                         ids=lambda v: v.rsplit(".", 1)[-1] if isinstance(v, str) else str(v))
+def test_binary_flags_are_checked_when_parsed(flag_errors, module, index):
+    argument, *fragments = _FLAG_CASES[module][index]
+    message = flag_errors[module][index]
+    assert message is not None, f"{module} accepted {argument}"
+    flag = re.match(r"--(\w+)", argument.split()[-1]).group(1)
+    assert flag in message, message
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def test_valid_flags_still_parse():
+    from absl import flags
+
+    from keras_relational.experiments import console
+
+    values = flags.FlagValues()
+    console.define_int_list("goal_length", (1, 2), "L", minimum=1, flag_values=values)
+    flags.DEFINE_integer("episodes", 10, "E", flag_values=values)
+    console.require_ranges({"episodes": (1, None)}, flag_values=values)
+    values(["binary", "--goal_length=3,4"])
+    assert values.goal_length == [3, 4] and values.episodes == 10
+    assert not math.isnan(values.episodes)
