@@ -15,6 +15,8 @@ set:
 * `babi` (Schlag & Schmidhuber 2018: reader and generator), `relations_game` and `polyominoes`
   (Shanahan et al. 2020), `palindromes` and `rule_learning` (Mitchell & Bowers): data sets,
   imported on first use as modules (`from keras_relational.environments import babi`).
+* `sc2`: StarCraft II through pysc2 (optional extra `[sc2]`): `SC2Environment`, a dm_env adapter,
+  imported as a module (`from keras_relational.environments.sc2 import SC2Environment`).
 
 Example:
 
