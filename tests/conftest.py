@@ -77,3 +77,33 @@ def _seeded_weights():
     import keras  # after keras_relational.agents (above) has routed tf.keras
 
     keras.utils.set_random_seed(0)
+
+
+@pytest.fixture
+def import_binary():
+    """Imports absl binaries (``keras_relational.experiments.<name>``) into the test process.
+
+    Two binaries define flags of the same name (``--root_dir``), which absl refuses in one
+    process; the fixture removes the flags and modules the imports added when the test ends, so
+    any number of tests may each import a binary, in any order on any worker.
+    """
+    import sys
+
+    from absl import flags
+
+    before = set(flags.FLAGS)
+    imported = []
+
+    def _import(name):
+        module_name = f"keras_relational.experiments.{name}"
+        if module_name in sys.modules and module_name not in imported:
+            raise RuntimeError(f"{module_name} was imported outside the import_binary fixture; "
+                               f"its flags cannot be removed safely.")
+        imported.append(module_name)
+        return importlib.import_module(module_name)
+
+    yield _import
+    for flag_name in set(flags.FLAGS) - before:
+        delattr(flags.FLAGS, flag_name)
+    for module_name in imported:
+        sys.modules.pop(module_name, None)

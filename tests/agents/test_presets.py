@@ -60,12 +60,12 @@ def test_overrides_win_over_the_preset():
     assert "Fig. 6" in presets.describe("clift_fig6_relational")
 
 
-def test_binary_flags_win_over_the_preset():
+def test_binary_flags_win_over_the_preset(import_binary):
     """Only the flags given on the command line override ``--preset``'s settings."""
     from absl import flags
     from absl.testing import flagsaver
 
-    from keras_relational.experiments import train_boxworld
+    train_boxworld = import_binary("train_boxworld")
 
     was_parsed = flags.FLAGS.is_parsed()
     with flagsaver.as_parsed(preset="clift_fig6_relational", num_envs="4", num_blocks="1"):

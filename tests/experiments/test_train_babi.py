@@ -107,10 +107,10 @@ def test_load_data_errors_name_the_flag_or_the_file(tmp_path):
         babi_lib.load_data((1,), root_dir=root, num_train=30, num_valid=5, num_test=5)
 
 
-def test_binary_rejects_an_empty_split_when_parsing_flags():
+def test_binary_rejects_an_empty_split_when_parsing_flags(import_binary):
     from absl import flags
 
-    from keras_relational.experiments import train_babi
+    train_babi = import_binary("train_babi")
 
     for name in ("num_train", "num_valid", "num_test"):
         with pytest.raises(flags.IllegalFlagValueError, match=f"--{name}=0"):
@@ -161,7 +161,7 @@ def test_answer_babi_serves_the_export_in_a_fresh_process(smoke_run, tmp_path):
         babi_serving.answer_questions(str(tmp_path), str(stories))
 
 
-def test_ablation_and_systematic_arguments_are_checked_first(tmp_path):
+def test_ablation_and_systematic_arguments_are_checked_first(tmp_path, import_binary):
     with pytest.raises(ValueError, match="`operations`.*'W\\+X'"):
         babi_lib.train_eval(str(tmp_path), operations="W+X")
     with pytest.raises(ValueError, match="`tasks`.*\\(1, 2\\)"):
@@ -170,8 +170,7 @@ def test_ablation_and_systematic_arguments_are_checked_first(tmp_path):
                                    "W+B": (False, True), "W+M+B": (True, True)}
     from absl import flags
 
-    from keras_relational.experiments import train_babi
-
+    train_babi = import_binary("train_babi")
     assert train_babi.FLAGS["operations"].parser.enum_values == ["W", "W+M", "W+B", "W+M+B"]
     with pytest.raises(flags.IllegalFlagValueError, match="--operations=W\\+X"):
         train_babi.FLAGS["operations"].parse("W+X")
