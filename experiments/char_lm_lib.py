@@ -21,7 +21,7 @@ import numpy as np
 
 from keras_relational import validation
 from keras_relational.environments import babi
-from keras_relational.models import char_lm
+from keras_relational.models import char_lm, precision
 
 DEFAULT_TASKS = (1, 2)  # Weston et al. 2015: single and two supporting facts
 
@@ -61,13 +61,15 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
                train_questions=1000, valid_questions=200, sequence_length=128, width=64,
                num_layers=2, num_heads=4, key_dim=16, num_key_value_heads=2, window=(32, 8),
                query_chunk_size=None, epochs=3, batch_size=32, learning_rate=3e-3, seed=0,
-               jit_compile=True, verbose=0):
+               jit_compile=True, verbose=0, dtype_policy="float32"):
     """Trains one ``char_lm`` per attention with ``model.fit`` and evaluates bits per character.
 
     The training text is ``train_questions`` questions per task of stories generated with
     ``seed``, the validation text ``valid_questions`` per task with ``seed + 1``; both models
     see the same batches in the same order (Adam, ``learning_rate``, ``epochs`` passes).
-    Writes ``root_dir/results.json`` and ``root_dir/results.md``.
+    Writes ``root_dir/results.json`` and ``root_dir/results.md``. The models are built under
+    the Keras ``dtype_policy`` (``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"``,
+    the last with loss scaling by ``compile``), recorded in the results.
 
     Returns:
         dict: per attention ``parameters``, ``train_bpc`` (last epoch), ``valid_bpc`` and
@@ -78,6 +80,7 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
         validation.check_choice(owner, "attentions", attention, char_lm.ATTENTIONS)
     validation.check_positive_int(owner, "epochs", epochs)
     validation.check_positive_int(owner, "batch_size", batch_size)
+    validation.check_dtype_policy(owner, dtype_policy)
     train_text = babi_corpus(tasks, train_questions, seed)
     valid_text = babi_corpus(tasks, valid_questions, seed + 1)
     characters = "".join(sorted(set(train_text) | set(valid_text)))
@@ -85,14 +88,15 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
     valid = sequences(encode(valid_text, characters), sequence_length)
     results = {"data": {"tasks": list(tasks), "train_characters": int(train[0].size),
                         "valid_characters": int(valid[0].size),
-                        "vocabulary_size": len(characters)}}
+                        "vocabulary_size": len(characters)}, "dtype_policy": dtype_policy}
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     for attention in attentions:
         keras.utils.set_random_seed(seed)
-        model = char_lm.char_lm(len(characters), sequence_length, attention=attention,
-                                width=width, num_layers=num_layers, num_heads=num_heads,
-                                key_dim=key_dim, num_key_value_heads=num_key_value_heads,
-                                window=window, query_chunk_size=query_chunk_size)
+        with precision.dtype_policy_scope(dtype_policy):
+            model = char_lm.char_lm(len(characters), sequence_length, attention=attention,
+                                    width=width, num_layers=num_layers, num_heads=num_heads,
+                                    key_dim=key_dim, num_key_value_heads=num_key_value_heads,
+                                    window=window, query_chunk_size=query_chunk_size)
         model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
                       jit_compile=jit_compile)
         start = time.time()

@@ -16,7 +16,7 @@ from absl import logging
 from keras_relational import validation
 from keras_relational.experiments import distribution_lib, symmetry_lib
 from keras_relational.experiments import palindromes_eval_lib as eval_lib
-from keras_relational.models import symmetry
+from keras_relational.models import precision, symmetry
 
 SEQUENCE_MODELS = ("conv_stack", "lstm")
 # The Table II columns each condition reports: (result key, metric).
@@ -54,7 +54,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            restart_below_stop_score=False, straight_through_from_epoch=None,
                            straight_through_learning_rate=None, steps_per_execution=10,
                            model_cache=None, tensorboard=True, export=True, verbose=0,
-                           distribution_strategy="default"):
+                           distribution_strategy="default", dtype_policy="float32"):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
 
     Defaults follow the paper (Sec. III / App. B): Adam(1e-3), batch 128, 100 epochs, masked
@@ -92,6 +92,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     Without one, the restarts of this call still share a cache of their own.
     ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
     created under its ``scope()``; ``batch_size`` is the global batch size.
+    ``dtype_policy``: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (the model is
+    built under it; ``compile`` adds loss scaling for float16), recorded in ``results.json``.
 
     Returns:
         dict with ``in_domain`` / ``long`` (/ ``nesting``) evaluations (``string_accuracy``,
@@ -121,6 +123,7 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     if restart_below_stop_score and not early_stopping:
         raise ValueError("restart_below_stop_score=True needs early_stopping=True (the score is "
                          "the early-stopping one); received early_stopping=False.")
+    validation.check_dtype_policy("palindromes_train_eval", dtype_policy)
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     if model_cache is None:  # restarts re-use the compiled model rather than compile again
         model_cache = {}
@@ -140,12 +143,13 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
 
     def compiled_model(straight_through=False):
         """A freshly initialised, compiled model (the cached one, re-initialised, if any)."""
-        with strategy.scope():
+        with strategy.scope(), precision.dtype_policy_scope(dtype_policy):
             net = build_sequence_model(model, write_mode=write_mode,
                                        shift_entropy_cost=shift_entropy_cost,
                                        straight_through=straight_through)
             cache_key = (model, write_mode, shift_entropy_cost, straight_through, learning_rate,
-                         batch_size, steps_per_execution, len(train["inputs"]), id(strategy))
+                         batch_size, steps_per_execution, len(train["inputs"]), id(strategy),
+                         dtype_policy)
             if model_cache is not None and cache_key in model_cache:
                 return _reinitialize(model_cache[cache_key], net)
             net.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
@@ -229,7 +233,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         "restarts": attempt, "dev_accuracy_at_restart_epoch": attempts,
         "in_domain": eval_lib.evaluate_split(net, data["in_domain_test"]),
         "long": eval_lib.evaluate_split(net, data["long_test"], by_length=True),
-        "train_size": int(len(data["train"]["inputs"])), **selection,
+        "train_size": int(len(data["train"]["inputs"])), "dtype_policy": dtype_policy,
+        **selection,
     }
     if "nesting_test" in data:
         results["nesting"] = eval_lib.evaluate_split(net, data["nesting_test"])

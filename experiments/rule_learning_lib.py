@@ -16,7 +16,7 @@ from absl import logging
 from keras_relational import validation
 from keras_relational.environments import rule_learning
 from keras_relational.experiments import distribution_lib, symmetry_lib
-from keras_relational.models import symmetry
+from keras_relational.models import precision, symmetry
 
 RULE_MODELS = ("conv", "mlp", "rnn")
 
@@ -35,7 +35,8 @@ def build_rule_model(model, use_bias=False):
 def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_size=16,
                              learning_rate=0.1, use_bias=False, restart_until_fit=False,
                              max_restarts=10, tensorboard=True, export=True, verbose=0,
-                             steps_per_execution=50, distribution_strategy="default"):
+                             steps_per_execution=50, distribution_strategy="default",
+                             dtype_policy="float32"):
     """Trains one Table I model on the 32 Marcus items and tests it on the 4 unseen-syllable items.
 
     Defaults are the paper's: Adam(lr 0.1), 1000 epochs, batch 16 (Mitchell & Bowers, Sec. II).
@@ -44,18 +45,21 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
     each model once).
     ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
     created under its ``scope()``; ``batch_size`` is the global batch size.
+    ``dtype_policy``: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (the model is
+    built under it; ``compile`` adds loss scaling for float16), recorded in ``results.json``.
 
     Returns:
         dict with ``train_accuracy``, ``test_accuracy``, ``restarts``, ``test_predictions``,
         ``seconds`` and, for the conv model, the learnt ``kernel``.
     """
+    validation.check_dtype_policy("rule_learning_train_eval", dtype_policy)
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     x_train, y_train, x_test, y_test, _ = rule_learning.marcus_rule_learning()
     start = time.time()
     attempt = 0
     while True:
         keras.utils.set_random_seed(seed + 1000 * attempt)
-        with strategy.scope():
+        with strategy.scope(), precision.dtype_policy_scope(dtype_policy):
             net = build_rule_model(model, use_bias=use_bias)
             net.compile(optimizer=keras.optimizers.Adam(learning_rate),
                         loss=symmetry_lib.sparse_crossentropy(), metrics=["accuracy"],
@@ -83,6 +87,7 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
         "train_accuracy": train_accuracy,
         "test_accuracy": float(np.mean(test_pred == y_test)),
         "test_predictions": test_pred.tolist(), "restarts": attempt,
+        "dtype_policy": dtype_policy,
         "seconds": time.time() - start,
     }
     if model == "conv":

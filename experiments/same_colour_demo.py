@@ -30,13 +30,14 @@ flags.DEFINE_integer("num_train", 4000, "Generated training examples.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
 console.require_ranges({"epochs": (1, None), "num_train": (1, None), "seed": (0, 2**32 - 1)})
 distribution_lib.define_distribution_strategy_flag()
+console.define_dtype_policy_flag()
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
     train_eval(FLAGS.root_dir, num_train=FLAGS.num_train, epochs=FLAGS.epochs, seed=FLAGS.seed,
-               distribution_strategy=FLAGS.distribution_strategy)
+               distribution_strategy=FLAGS.distribution_strategy, dtype_policy=FLAGS.dtype_policy)
 
 
 def run():

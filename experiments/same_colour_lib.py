@@ -57,22 +57,28 @@ def build_model(size=8, num_heads=2, key_dim=16, num_blocks=1):
 
 
 def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
-               learning_rate=3e-3, seed=0, distribution_strategy="default"):
+               learning_rate=3e-3, seed=0, distribution_strategy="default",
+               dtype_policy="float32"):
     """Trains, evaluates on fresh examples and exports.
 
     An interrupted run resumes from its last finished epoch (``root_dir/backup``); a finished run
     is reloaded from ``root_dir/model.keras`` instead of being trained again.
     ``distribution_strategy`` (``distribution_lib.STRATEGIES``): the model and ``compile`` are
     created under its ``scope()``; ``batch_size`` is the global batch size.
+    ``dtype_policy``: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (the model is
+    built under it; ``compile`` adds loss scaling for float16), recorded in ``results.json``.
 
     Returns:
-        Dict with the held-out accuracy and the paths written.
+        Dict with the held-out accuracy, the paths written and ``dtype_policy`` (also written
+        to ``root_dir/results.json``).
     """
     import keras
 
-    from keras_relational import faults
+    from keras_relational import faults, json_files, validation
     from keras_relational.experiments.safe_backup import SafeBackupAndRestore
+    from keras_relational.models import precision
 
+    validation.check_dtype_policy("same_colour_lib.train_eval", dtype_policy)
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
     keras.utils.set_random_seed(seed)
     os.makedirs(root_dir, exist_ok=True)
@@ -84,7 +90,7 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
         model = keras.saving.load_model(model_path)
     else:
         x_train, y_train = make_same_colour_dataset(num_train, seed=seed)
-        with strategy.scope():
+        with strategy.scope(), precision.dtype_policy_scope(dtype_policy):
             model = build_model()
             model.compile(
                 optimizer=keras.optimizers.Adam(learning_rate),
@@ -111,4 +117,7 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     model.export(export_dir, verbose=False)
     print(f"held-out accuracy {accuracy:.3f} (chance 0.5); model {model_path}; "
           f"SavedModel {export_dir}")
-    return {"accuracy": float(accuracy), "model": model_path, "saved_model": export_dir}
+    results = {"accuracy": float(accuracy), "model": model_path, "saved_model": export_dir,
+               "dtype_policy": model.dtype_policy.name}
+    json_files.write_json(os.path.join(root_dir, "results.json"), results)
+    return results

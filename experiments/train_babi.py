@@ -29,7 +29,6 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
-from keras_relational import validation
 from keras_relational.environments import babi
 from keras_relational.experiments import babi_lib, distribution_lib
 
@@ -66,8 +65,7 @@ flags.DEFINE_integer("patience", 30, "Early stopping patience in epochs (validat
 flags.DEFINE_float("target_val_accuracy", None, "Stop once validation accuracy reaches this.")
 flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes.")
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
-flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
-                  "Keras dtype policy of the model (mixed_float16: with loss scaling).")
+console.define_dtype_policy_flag()
 console.require_ranges({
     "num_train": (1, None), "num_valid": (1, None), "num_test": (1, None),
     "entity_dim": (1, None), "relation_dim": (1, None), "hidden_dim": (1, None),

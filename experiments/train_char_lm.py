@@ -37,6 +37,7 @@ flags.DEFINE_integer("epochs", 3, "Epochs.")
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_float("learning_rate", 3e-3, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the corpus and the weights.")
+console.define_dtype_policy_flag()
 
 
 def main(argv):
@@ -48,7 +49,8 @@ def main(argv):
         num_heads=FLAGS.num_heads, key_dim=FLAGS.key_dim,
         num_key_value_heads=FLAGS.num_key_value_heads,
         window=tuple(int(w) for w in FLAGS.window), epochs=FLAGS.epochs,
-        batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, seed=FLAGS.seed)
+        batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, seed=FLAGS.seed,
+        dtype_policy=FLAGS.dtype_policy)
     for attention in FLAGS.attentions:
         r = results[attention]
         print(f"{attention}: {r['parameters']:,} parameters, validation "

@@ -68,6 +68,7 @@ console.require_ranges({
     "long_n_per_length": (1, None), "data_seed": (0, 2**32 - 1)},
     exclusive_low=("learning_rate", "straight_through_learning_rate"))
 distribution_lib.define_distribution_strategy_flag()
+console.define_dtype_policy_flag()
 
 
 def main(argv):
@@ -87,7 +88,8 @@ def main(argv):
         straight_through_from_epoch=FLAGS.straight_through_from_epoch,
         straight_through_learning_rate=FLAGS.straight_through_learning_rate,
         restart_below_stop_score=FLAGS.restart_below_stop_score,
-        export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy)
+        export=FLAGS.export, distribution_strategy=FLAGS.distribution_strategy,
+        dtype_policy=FLAGS.dtype_policy)
     for condition in FLAGS.conditions:
         for model in FLAGS.models:
             for key in palindromes_lib.COLUMNS[condition]:

@@ -27,7 +27,6 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
-from keras_relational import validation
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
@@ -53,8 +52,7 @@ flags.DEFINE_string("data_file", None, "Train on this .npz file in DeepMind's re
 flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separated, DeepMind's "
                   "layout) instead of generated hexominoes and stripes.")
 
-flags.DEFINE_enum("dtype_policy", "float32", list(validation.DTYPE_POLICIES),
-                  "Keras dtype policy of the model (mixed_float16: with loss scaling).")
+console.define_dtype_policy_flag()
 console.require_ranges({
     "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
     "num_train_examples": (1, None), "num_eval_examples": (1, None), "eval_interval": (1, None),

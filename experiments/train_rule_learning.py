@@ -34,6 +34,7 @@ console.require_subset("models", ("conv", "mlp", "rnn"))
 console.require_ranges({"seeds": (1, None), "epochs": (1, None), "batch_size": (1, None),
                         "learning_rate": (0, None)}, exclusive_low=("learning_rate",))
 distribution_lib.define_distribution_strategy_flag()
+console.define_dtype_policy_flag()
 
 
 def main(argv):
@@ -42,7 +43,7 @@ def main(argv):
         FLAGS.root_dir, FLAGS.models, FLAGS.seeds, epochs=FLAGS.epochs,
         batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, use_bias=FLAGS.use_bias,
         restart_until_fit=FLAGS.restart_until_fit, export=FLAGS.export,
-        distribution_strategy=FLAGS.distribution_strategy)
+        distribution_strategy=FLAGS.distribution_strategy, dtype_policy=FLAGS.dtype_policy)
     for model, entry in summary.items():
         print(f"{model}: median test accuracy {entry['median_test_accuracy']:.2f} "
               f"(train {entry['median_train_accuracy']:.2f}) over {len(entry['runs'])} seeds")
