@@ -172,6 +172,12 @@ class TrainConfig:
                                        "the first progress line after it, then checkpoints, "
                                        "evaluates and exports).")
     seed: int = _field(0, "Random seed (TensorFlow, Keras, the environments).")
+    # Micikevicius et al. 2018 (mixed precision training): float32 weights, 16-bit compute;
+    # float16 needs loss scaling (bfloat16 has float32's exponent range and does not).
+    dtype_policy: str = _field("float32", "Keras dtype policy of the network: 'float32', "
+                               "'mixed_bfloat16' or 'mixed_float16' (weights float32, layers "
+                               "compute in 16 bits, logits, values and the V-trace loss in "
+                               "float32; float16 with dynamic loss scaling).")
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -189,6 +195,12 @@ class TrainConfig:
                              f"{self.algorithm!r}.")
         validation.check_choice("TrainConfig", "agent", self.agent, AGENTS)
         validation.check_choice("TrainConfig", "trainer", self.trainer, TRAINERS)
+        validation.check_dtype_policy("TrainConfig", self.dtype_policy)
+        if self.dtype_policy == "mixed_float16" and self.algorithm == "ppo":
+            raise ValueError("TrainConfig: dtype_policy='mixed_float16' needs loss scaling, "
+                             "which TF-Agents' PPO agent does not do; use "
+                             "dtype_policy='mixed_bfloat16' or algorithm='vtrace', received "
+                             "algorithm='ppo' with dtype_policy='mixed_float16'.")
         if self.trainer == "compiled":
             unsupported = {name: value for name, value, supported in (
                 ("algorithm", self.algorithm, "vtrace"), ("num_ray_actors", self.num_ray_actors, 0),

@@ -29,6 +29,8 @@ class Keras3Network(network.Network):
     * reports ``trainable_weights`` / ``non_trainable_weights`` from the Keras 3 model (honouring
       ``layer.trainable = False``) and ``weights`` in the model's own stable order;
     * squashes any outer dimensions (``[B, T, ...]`` from PPO) into one batch dimension;
+    * returns floating outputs as float32 whatever the model's dtype policy (a
+      ``mixed_bfloat16`` / ``mixed_float16`` model computes in 16 bits inside);
     * applies an optional ``output_fn`` on the TensorFlow side (e.g. a ``tfp`` distribution head),
       so the Keras 3 model itself stays backend-agnostic and exportable with ``model.export``.
 
@@ -104,6 +106,9 @@ class Keras3Network(network.Network):
         outputs = self._keras3_model(observation, training=training)
         outputs = tf.nest.map_structure(batch_squash.unflatten, tuple(outputs)
                                         if isinstance(outputs, list) else outputs)
+        # Under 16-bit dtype policies TF-Agents (distributions, specs, V-trace) sees float32.
+        outputs = tf.nest.map_structure(
+            lambda t: tf.cast(t, tf.float32) if t.dtype.is_floating else t, outputs)
         if self._output_fn is not None:
             outputs = self._output_fn(outputs)
         return outputs, network_state

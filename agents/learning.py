@@ -19,13 +19,22 @@ from keras_relational.agents.ppo import make_ppo_agent
 from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
 
 
-def make_optimizer(name, learning_rate):
-    """``"rmsprop"``: the papers' RMSProp (:func:`impala_rmsprop`); ``"adam"``: tf-keras Adam."""
+def make_optimizer(name, learning_rate, dtype_policy="float32"):
+    """``"rmsprop"``: the papers' RMSProp (:func:`impala_rmsprop`); ``"adam"``: tf-keras Adam.
+
+    Under ``dtype_policy="mixed_float16"`` it is wrapped in tf-keras' dynamic
+    ``LossScaleOptimizer`` (float16 gradients underflow without loss scaling; Micikevicius et
+    al. 2018, Sec. 3.2), which :class:`VTraceAgent` scales the loss with.
+    """
     if name == "rmsprop":
-        return impala_rmsprop(learning_rate)
-    if name == "adam":
-        return tf.keras.optimizers.Adam(learning_rate)
-    raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}, received {name!r}.")
+        optimizer = impala_rmsprop(learning_rate)
+    elif name == "adam":
+        optimizer = tf.keras.optimizers.Adam(learning_rate)
+    else:
+        raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}, received {name!r}.")
+    if dtype_policy == "mixed_float16":
+        return tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
+    return optimizer
 
 
 def make_agent(config, time_step_spec, action_spec, network, model_fn, train_step):
@@ -41,7 +50,7 @@ def make_agent(config, time_step_spec, action_spec, network, model_fn, train_ste
     if config.algorithm == "vtrace":
         agent = VTraceAgent(
             time_step_spec, action_spec, network,
-            make_optimizer(config.optimizer_name(), config.learning_rate),
+            make_optimizer(config.optimizer_name(), config.learning_rate, config.dtype_policy),
             discount=config.discount, entropy_cost=config.entropy_cost,
             baseline_cost=config.baseline_cost, gradient_clip_norm=config.gradient_clip_norm,
             reward_scale=config.reward_scale, lambda_=config.vtrace_lambda,

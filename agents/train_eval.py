@@ -107,7 +107,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     action_spec = tensor_spec.from_spec(collect_env.action_spec())
     num_actions = int(action_spec.maximum - action_spec.minimum + 1)
     model_fn = agent_model_fn(config.agent, observation_spec.shape, num_actions,
-                              observation_dtype=observation_spec.dtype, **config.model_kwargs)
+                              observation_dtype=observation_spec.dtype,
+                              dtype_policy=config.dtype_policy, **config.model_kwargs)
     network = Keras3Network(time_step_spec.observation, model_fn, name=f"{config.agent}_network")
     train_step = train_utils.create_train_step()
     tf_agent = learning.make_agent(config, time_step_spec, action_spec, network, model_fn,
@@ -183,7 +184,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         frames_per_second=(step - start_step) * config.frames_per_step / max(elapsed, 1e-9),
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=policies_dir,
         keras_model_dir=keras_model_dir, keras_file=keras_file,
-        actor_jit_compile=config.actors_jit_compile, history=progress.history)
+        actor_jit_compile=config.actors_jit_compile, dtype_policy=config.dtype_policy,
+        history=progress.history)
     json_files.write_json(os.path.join(root_dir, "result.json"), result)
     print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, policies in "
              f"{policies_dir}, Keras model in {keras_model_dir}")

@@ -40,7 +40,9 @@ class VTraceAgent(tf_agent.TFAgent):
         time_step_spec, action_spec: the environment's specs (scalar discrete actions).
         network: a TF-Agents network returning ``((logits, value), state)``, e.g.
             :class:`Keras3Network` around a model from ``keras_relational.models``.
-        optimizer: a tf-keras optimizer; :func:`impala_rmsprop` gives the papers' settings.
+        optimizer: a tf-keras optimizer; :func:`impala_rmsprop` gives the papers' settings. A
+            ``tf.keras.mixed_precision.LossScaleOptimizer`` (for float16 networks) scales the
+            loss and unscales the gradients before they are clipped.
         discount, entropy_cost, baseline_cost, gradient_clip_norm: gamma, the entropy weight,
             the value-loss weight and the global-norm gradient clip (None disables it); their
             defaults are :class:`TrainConfig`'s, which cites the papers they come from.
@@ -69,6 +71,7 @@ class VTraceAgent(tf_agent.TFAgent):
         network.create_variables(time_step_spec.observation)
         self._network = network
         self._optimizer = optimizer
+        self._loss_scaled = isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer)
         self._discount = discount
         self._entropy_cost = entropy_cost
         self._baseline_cost = baseline_cost
@@ -123,7 +126,11 @@ class VTraceAgent(tf_agent.TFAgent):
             value_loss = 0.5 * tf.reduce_sum(mask * tf.square(returns.vs - values[:-1]))
             entropy = tf.reduce_sum(mask * target.entropy())
             loss = pg_loss + self._baseline_cost * value_loss - self._entropy_cost * entropy
-        gradients = tape.gradient(loss, variables)
+            if self._loss_scaled:
+                scaled_loss = self._optimizer.get_scaled_loss(loss)
+        gradients = tape.gradient(scaled_loss if self._loss_scaled else loss, variables)
+        if self._loss_scaled:  # non-finite ones make the optimizer skip the step, lower the scale
+            gradients = self._optimizer.get_unscaled_gradients(gradients)
         gradient_norm = tf.linalg.global_norm(gradients)
         if self._gradient_clip_norm is not None:
             gradients, _ = tf.clip_by_global_norm(gradients, self._gradient_clip_norm,

@@ -14,13 +14,23 @@ the paper's batch size reproduces the paper's update whatever the number of devi
 * ``"multi_worker"``: ``tf.distribute.MultiWorkerMirroredStrategy()``, synchronous data
   parallelism over several machines described by the ``TF_CONFIG`` environment variable (one
   process per machine, each running the same command; without ``TF_CONFIG`` it is one worker).
+* ``"tpu"``: ``tf.distribute.TPUStrategy`` over the TPU that
+  ``tf.distribute.cluster_resolver.TPUClusterResolver`` finds at ``--tpu`` (an address such as
+  ``grpc://10.0.0.2:8470`` or a Cloud TPU name; without it the resolver's own default: the
+  ``TPU_NAME`` environment variable, or ``local`` on a TPU VM). Without a reachable TPU it fails
+  at start-up with an error naming the flags and the devices found.
+* ``"data_parallel"`` (JAX backend): ``keras.distribution.DataParallel`` over every device JAX
+  sees (a one-axis ``DeviceMesh`` named ``"batch"``): the weights are replicated, each batch is
+  split over the devices along its first axis and the gradients are combined by XLA. It is set
+  for the whole process (``keras.distribution.set_distribution``), so ``model.fit`` outside
+  ``scope()`` runs on the mesh too.
 
-Each binary defines the flag with ``define_distribution_strategy_flag()`` and passes
+Each binary defines the flags with ``define_distribution_strategy_flag()`` and passes
 ``FLAGS.distribution_strategy`` to its ``train_eval``.
 
-Keras' JAX backend has no ``tf.distribute``: JAX users distribute through Keras itself,
-``keras.distribution.set_distribution(keras.distribution.DataParallel())`` before building the
-model, and keep ``distribution_strategy="default"``.
+The ``tf.distribute`` strategies need the TensorFlow backend and ``"data_parallel"`` the JAX
+backend (Keras 3.15 implements ``keras.distribution`` for JAX only); any other pairing is an
+error naming both.
 
 Example:
 
@@ -41,64 +51,125 @@ import logging
 
 import keras
 
-STRATEGIES = ("default", "mirrored", "multi_worker")
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu", "data_parallel")
+# The strategies of each Keras backend (beside "default", which is every backend's).
+_TENSORFLOW_ONLY = ("mirrored", "multi_worker", "tpu")
+_JAX_ONLY = ("data_parallel",)
 
 _FLAG_HELP = (
-    "tf.distribute strategy: 'default' (one device), 'mirrored' (all local GPUs, else the CPU) "
-    "or 'multi_worker' (MultiWorkerMirroredStrategy over the machines in TF_CONFIG; run the same "
-    "command on every worker). The batch size stays the global batch size. TensorFlow backend "
-    "only; under JAX use keras.distribution.DataParallel."
+    "Distribution: 'default' (one device), 'mirrored' (all local GPUs, else the CPU), "
+    "'multi_worker' (MultiWorkerMirroredStrategy over the machines in TF_CONFIG; run the same "
+    "command on every worker), 'tpu' (TPUStrategy over the TPU at --tpu): tf.distribute, "
+    "TensorFlow backend; 'data_parallel' (keras.distribution.DataParallel over every device "
+    "JAX sees): JAX backend. The batch size stays the global batch size."
 )
+_TPU_HELP = ("With --distribution_strategy=tpu: the TPU's address (grpc://host:8470) or Cloud "
+             "TPU name; default: TPUClusterResolver's (TPU_NAME, or 'local' on a TPU VM).")
 _logger = logging.getLogger(__name__)
 _created = {}  # name -> strategy: one instance per process (TF allows one multi-worker one)
 _logged = set()
 
 
 def define_distribution_strategy_flag(flag_values=None):
-    """Defines ``--distribution_strategy`` (an enum over ``STRATEGIES``, default ``"default"``).
+    """Defines ``--distribution_strategy`` (an enum over ``STRATEGIES``, default ``"default"``)
+    and ``--tpu`` (the TPU's address, accepted only with ``--distribution_strategy=tpu``).
 
-    Called once at module level by every supervised binary, so the flag has one name, one set of
-    choices and one help text everywhere:
+    Called once at module level by every supervised binary, so the flags have one name, one set
+    of choices and one help text everywhere:
 
         distribution_lib.define_distribution_strategy_flag()
         ...
         train_eval(..., distribution_strategy=FLAGS.distribution_strategy)
+
+    ``get_strategy("tpu")`` reads ``--tpu`` itself, so ``train_eval`` needs no argument for it.
     """
     from absl import flags
 
-    return flags.DEFINE_enum("distribution_strategy", "default", list(STRATEGIES), _FLAG_HELP,
-                             flag_values=flags.FLAGS if flag_values is None else flag_values)
+    from keras_relational.experiments import console
+
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    defined = flags.DEFINE_enum("distribution_strategy", "default", list(STRATEGIES),
+                                _FLAG_HELP, flag_values=flag_values)
+    flags.DEFINE_string("tpu", None, _TPU_HELP, flag_values=flag_values)
+    console.require_only_for("distribution_strategy", "tpu", ["tpu"], flag_values=flag_values)
+    return defined
 
 
-def get_strategy(name="default"):
-    """The ``tf.distribute.Strategy`` called ``name`` (one of ``STRATEGIES``).
+def get_strategy(name="default", tpu=None):
+    """The strategy called ``name`` (one of ``STRATEGIES``): a ``tf.distribute.Strategy``, or
+    under JAX for ``"data_parallel"`` the ``keras.distribution.DataParallel`` (both have
+    ``scope()``).
 
-    ``"mirrored"`` and ``"multi_worker"`` are created once per process and reused (TensorFlow
-    allows a single ``MultiWorkerMirroredStrategy`` per program, and a binary may call several
-    ``train_eval`` runs); create them before any other TensorFlow work, as ``train_eval`` does.
+    ``"mirrored"``, ``"multi_worker"``, ``"tpu"`` and ``"data_parallel"`` are created once per
+    process and reused (TensorFlow allows a single ``MultiWorkerMirroredStrategy`` per program
+    and initialises a TPU system once, and a binary may call several ``train_eval`` runs);
+    create them before any other TensorFlow work, as ``train_eval`` does. ``tpu``: the TPU's
+    address for ``"tpu"`` (None: the ``--tpu`` flag where a binary defined it, else
+    ``TPUClusterResolver``'s default).
 
     Raises:
-        ValueError: ``name`` is not in ``STRATEGIES``, or a distributed strategy is asked for
-            under a Keras backend other than TensorFlow.
+        ValueError: ``name`` is not in ``STRATEGIES``; a strategy is asked for under a Keras
+            backend that does not have it; ``"tpu"`` finds no TPU (the error names the flags
+            and the devices found).
     """
     if name not in STRATEGIES:
         raise ValueError(f"`distribution_strategy`: expected one of {STRATEGIES}, received "
                          f"{name!r}.")
     backend = keras.backend.backend()
-    if name != "default" and backend != "tensorflow":
+    if name in _TENSORFLOW_ONLY and backend != "tensorflow":
         raise ValueError(
             f"`distribution_strategy`: {name!r} is a tf.distribute strategy and needs the "
-            f"TensorFlow Keras backend, received KERAS_BACKEND={backend!r}. Under JAX, keep "
-            "distribution_strategy='default' and call keras.distribution.set_distribution("
-            "keras.distribution.DataParallel()) before building the model.")
+            f"TensorFlow Keras backend, received KERAS_BACKEND={backend!r}. Under JAX use "
+            "distribution_strategy='data_parallel' (keras.distribution.DataParallel).")
+    if name in _JAX_ONLY and backend != "jax":
+        raise ValueError(
+            f"`distribution_strategy`: {name!r} is keras.distribution, which Keras implements "
+            f"for the JAX backend only, received KERAS_BACKEND={backend!r}. Under TensorFlow "
+            "use distribution_strategy='mirrored' (or 'multi_worker', 'tpu').")
+    if name == "data_parallel":
+        if name not in _created:
+            _created[name] = keras.distribution.DataParallel()
+            keras.distribution.set_distribution(_created[name])
+        return _created[name]
     import tensorflow as tf
 
     if name == "default":
         return tf.distribute.get_strategy()
     if name not in _created:
-        _created[name] = (tf.distribute.MirroredStrategy() if name == "mirrored"
-                          else _multi_worker_strategy())
+        if name == "tpu":
+            _created[name] = _tpu_strategy(_tpu_flag() if tpu is None else tpu)
+        else:
+            _created[name] = (tf.distribute.MirroredStrategy() if name == "mirrored"
+                              else _multi_worker_strategy())
     return _created[name]
+
+
+def _tpu_flag():
+    """The ``--tpu`` flag's value where a binary defined and parsed it, else None."""
+    from absl import flags
+
+    if "tpu" in flags.FLAGS and flags.FLAGS.is_parsed():
+        return flags.FLAGS.tpu
+    return None
+
+
+def _tpu_strategy(tpu):
+    """``TPUStrategy`` over the TPU at ``tpu``, or a ValueError saying what was found instead."""
+    import tensorflow as tf
+
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        if tpu not in (None, "", "local"):  # a remote TPU (node): connect to its workers
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        devices = sorted({d.device_type for d in tf.config.list_logical_devices()})
+        raise ValueError(
+            f"--distribution_strategy=tpu: no TPU found at --tpu={tpu!r} (None: "
+            f"TPUClusterResolver's default, the TPU_NAME environment variable or a TPU VM's "
+            f"local TPU); this machine's TensorFlow devices: {devices}. "
+            f"TPUClusterResolver said: {type(error).__name__}: {str(error)[:300]}") from error
+    return tf.distribute.TPUStrategy(resolver)
 
 
 def compile_options(strategy=None, jit_compile=True, steps_per_execution=1):

@@ -42,7 +42,7 @@ import typing
 
 from absl import app, flags, logging
 
-from keras_relational import environments
+from keras_relational import environments, validation
 from keras_relational.agents import config as config_lib
 from keras_relational.agents import presets as presets_lib
 from keras_relational.experiments import console
@@ -68,7 +68,7 @@ _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
             "trainer": config_lib.TRAINERS,
             "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot"),
             "branching": ("forward", "backward"), "holdout": ("colors", "pairs"),
-            "split": ("train", "test")}
+            "split": ("train", "test"), "dtype_policy": validation.DTYPE_POLICIES}
 flags.DEFINE_enum("preset", None, list(presets_lib.PRESETS), "A paper's setting "
                   "(keras_relational.agents.presets; flags given here win over it).")
 # Network flags: None keeps the default of the network's builder (the paper's).

@@ -36,15 +36,24 @@ LossInfo = collections.namedtuple(
     "LossInfo", ["loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm"])
 
 
-def make_optimizer(name, learning_rate):
+def make_optimizer(name, learning_rate, dtype_policy="float32"):
     """A Keras 3 optimizer: ``"rmsprop"`` as IMPALA / Zambaldi et al. / Clift et al. (decay 0.99,
-    momentum 0, epsilon 0.1; Zambaldi et al. 2019, App. B) or ``"adam"`` (Keras' defaults)."""
+    momentum 0, epsilon 0.1; Zambaldi et al. 2019, App. B) or ``"adam"`` (Keras' defaults).
+
+    Under ``dtype_policy="mixed_float16"`` it is wrapped in Keras' dynamic
+    ``LossScaleOptimizer`` (float16 gradients underflow without loss scaling; Micikevicius et
+    al. 2018, Sec. 3.2); :class:`VTraceLearner` scales the loss by its current scale.
+    """
     if name == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, momentum=0.0,
-                                        epsilon=0.1)
-    if name == "adam":
-        return keras.optimizers.Adam(learning_rate=learning_rate)
-    raise ValueError(f"`optimizer` must be 'rmsprop' or 'adam', received {name!r}.")
+        optimizer = keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99,
+                                             momentum=0.0, epsilon=0.1)
+    elif name == "adam":
+        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    else:
+        raise ValueError(f"`optimizer` must be 'rmsprop' or 'adam', received {name!r}.")
+    if dtype_policy == "mixed_float16":
+        return keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
 
 
 def log_softmax_and_entropy(logits):
@@ -75,7 +84,17 @@ class VTraceLearner:
         self.model = model
         self.optimizer = optimizer
         self.config = config
-        self._loss_and_grads = backend.value_and_grad(self.loss)
+        # A LossScaleOptimizer's current scale is one of its variables: its index in the
+        # optimizer values of the loop state (None: no loss scaling).
+        self._scale_index = None
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            self._scale_index = next(i for i, v in enumerate(optimizer.variables)
+                                     if v is optimizer.dynamic_scale)
+        self._loss_and_grads = backend.value_and_grad(self._scaled_loss)
+
+    def _scaled_loss(self, trainable, non_trainable, unroll, scale):
+        loss, aux = self.loss(trainable, non_trainable, unroll)
+        return loss * scale, (loss, aux)
 
     def loss(self, trainable, non_trainable, unroll):
         """``(loss, (non_trainable, loss terms))`` of a time-major :class:`Unroll`."""
@@ -108,14 +127,18 @@ class VTraceLearner:
     def update(self, params, optimizer_variables, unroll):
         """One gradient step: ``(params, optimizer_variables, LossInfo)``."""
         trainable, non_trainable = params
-        (loss, (non_trainable, parts)), grads = self._loss_and_grads(
-            trainable, non_trainable, unroll)
-        norm = keras.ops.sqrt(sum(keras.ops.sum(keras.ops.square(g)) for g in grads))
+        scale = (keras.ops.ones((), "float32") if self._scale_index is None
+                 else optimizer_variables[self._scale_index])
+        (_, (loss, (non_trainable, parts))), grads = self._loss_and_grads(
+            trainable, non_trainable, unroll, scale)
+        # The gradients are scaled by `scale`; the LossScaleOptimizer divides them by it (and
+        # skips a step with non-finite ones). The norm and the clip are the unscaled ones'.
+        norm = keras.ops.sqrt(sum(keras.ops.sum(keras.ops.square(g)) for g in grads)) / scale
         if self.config.gradient_clip_norm is not None:
             # tf.clip_by_global_norm: g * clip / max(norm, clip).
-            scale = self.config.gradient_clip_norm / keras.ops.maximum(
+            clip = self.config.gradient_clip_norm / keras.ops.maximum(
                 norm, self.config.gradient_clip_norm)
-            grads = [g * scale for g in grads]
+            grads = [g * clip for g in grads]
         trainable, optimizer_variables = backend.apply_gradients(
             self.optimizer, optimizer_variables, grads, trainable,
             self.model.trainable_variables)

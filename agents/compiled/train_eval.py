@@ -75,8 +75,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     environment = tensor_environment(config.environment)
     spec = environment.observation_spec()
     model = agent_model_fn(config.agent, spec.shape, environment.action_spec().num_values,
-                           observation_dtype=spec.dtype, **config.model_kwargs)()
-    optimizer = make_optimizer(config.optimizer_name(), config.learning_rate)
+                           observation_dtype=spec.dtype, dtype_policy=config.dtype_policy,
+                           **config.model_kwargs)()
+    optimizer = make_optimizer(config.optimizer_name(), config.learning_rate,
+                               config.dtype_policy)
     compiled = loop.CompiledLoop(environment, model, optimizer, config)
 
     banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
@@ -152,7 +154,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         frames_per_second=(step - start_step) * config.frames_per_step / max(elapsed, 1e-9),
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=None,
         keras_model_dir=keras_model_dir, keras_file=keras_file, actor_jit_compile=True,
-        trainer="compiled", backend=keras.backend.backend(), export_note=export_note,
+        trainer="compiled", backend=keras.backend.backend(), dtype_policy=config.dtype_policy,
+        export_note=export_note,
         history=progress.history)
     _write_json(os.path.join(root_dir, "result.json"), result)
     print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, Keras model in "

@@ -38,12 +38,17 @@ def _stem(inputs, conv_filters, padding, input_scale, name):
 
 
 def _heads(pooled, head_units, num_actions, name):
-    """``len(head_units)`` Dense+ReLU layers, then linear policy logits and a scalar value."""
+    """``len(head_units)`` Dense+ReLU layers, then linear policy logits and a scalar value.
+
+    The two output layers compute in float32 under every dtype policy (the softmax, the
+    sampling and the V-trace loss need float32 logits and values; Micikevicius et al. 2018).
+    """
     hidden = dense_stack(head_units, [f"{name}_fc{i}" for i in range(len(head_units))],
                          activation="relu", output_activation="relu")
     x = apply_dense_stack(hidden, pooled)
-    logits = keras.layers.Dense(num_actions, name="policy_logits")(x)
-    value = keras.layers.Reshape((), name="value")(keras.layers.Dense(1, name="value_head")(x))
+    logits = keras.layers.Dense(num_actions, dtype="float32", name="policy_logits")(x)
+    value = keras.layers.Reshape((), dtype="float32", name="value")(
+        keras.layers.Dense(1, dtype="float32", name="value_head")(x))
     return logits, value
 
 

@@ -78,7 +78,8 @@ def fit_probe(records):
 def test_strategies_by_name():
     import tensorflow as tf
 
-    assert distribution_lib.STRATEGIES == ("default", "mirrored", "multi_worker")
+    assert distribution_lib.STRATEGIES == ("default", "mirrored", "multi_worker", "tpu",
+                                           "data_parallel")
     assert distribution_lib.get_strategy() is tf.distribute.get_strategy()
     assert not tf.distribute.has_strategy()
     mirrored = distribution_lib.get_strategy("mirrored")
@@ -89,16 +90,17 @@ def test_strategies_by_name():
         assert distribution_lib.get_strategy("default") is mirrored
 
 
-@pytest.mark.parametrize("name", ["tpu", "Mirrored", None])
+@pytest.mark.parametrize("name", ["TPU", "Mirrored", None])
 def test_unknown_name_lists_the_choices(name):
     with pytest.raises(ValueError, match=r"`distribution_strategy`.*'default', 'mirrored', "
-                                         rf"'multi_worker'.*received {name!r}"):
+                                         rf"'multi_worker', 'tpu', 'data_parallel'.*received "
+                                         rf"{name!r}"):
         distribution_lib.get_strategy(name)
 
 
 def test_other_backends_are_sent_to_keras_distribution(monkeypatch):
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    for name in ("mirrored", "multi_worker"):
+    for name in ("mirrored", "multi_worker", "tpu"):
         with pytest.raises(ValueError, match=rf"`distribution_strategy`: '{name}'.*TensorFlow.*"
                                              r"received KERAS_BACKEND='jax'.*DataParallel"):
             distribution_lib.get_strategy(name)
@@ -138,7 +140,31 @@ def test_flag_is_the_same_enum_everywhere():
     flag_values(["binary", "--distribution_strategy=multi_worker"])
     assert flag_values.distribution_strategy == "multi_worker"
     with pytest.raises(flags.IllegalFlagValueError):
-        flag_values(["binary", "--distribution_strategy=tpu"])
+        flag_values(["binary", "--distribution_strategy=gpu"])
+    # --tpu only with --distribution_strategy=tpu (silently ignoring it would train elsewhere).
+    flag_values = flags.FlagValues()
+    distribution_lib.define_distribution_strategy_flag(flag_values)
+    with pytest.raises(flags.IllegalFlagValueError, match=r"--tpu: expected only with "
+                                                          r"--distribution_strategy=tpu"):
+        flag_values(["binary", "--tpu=grpc://10.0.0.2:8470"])
+    flag_values = flags.FlagValues()
+    distribution_lib.define_distribution_strategy_flag(flag_values)
+    flag_values(["binary", "--distribution_strategy=tpu", "--tpu=local"])
+    assert flag_values.tpu == "local"
+
+
+def test_data_parallel_needs_jax():
+    with pytest.raises(ValueError, match=r"`distribution_strategy`: 'data_parallel'.*JAX.*"
+                                         r"received KERAS_BACKEND='tensorflow'.*'mirrored'"):
+        distribution_lib.get_strategy("data_parallel")
+
+
+@pytest.mark.parametrize("tpu", [None, "local"])
+def test_tpu_without_a_tpu_fails_at_start_up_naming_the_flags(tpu):
+    """No TPU here: the resolver finds no TPU name (None) or no TPU device ('local')."""
+    with pytest.raises(ValueError, match=r"--distribution_strategy=tpu: no TPU found at "
+                                         rf"--tpu={tpu!r}.*devices: \[.*'CPU'"):
+        distribution_lib.get_strategy("tpu", tpu=tpu)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -354,3 +380,59 @@ def test_jax_data_parallel_over_two_cpu_devices(tmp_path):
     assert record["distribution"] == "DataParallel" and record["devices"] == [2]
     assert record["changed"]
     assert 0.0 <= report["result"]["test_accuracy"] <= 1.0
+
+
+# rule_learning conv on one device, then with distribution_strategy="data_parallel" on a mesh of 4
+# simulated CPU devices; every batch given to a train step is recorded with its sharding.
+_MESH_SCRIPT = """
+import jax
+from keras.src.backend.jax import distribution_lib as jax_distribution_lib
+
+from keras_relational.experiments import distribution_lib, rule_learning_lib
+
+assert len(jax.devices()) == 4, jax.devices()
+batches = []
+_distribute = jax_distribution_lib.distribute_data_input
+
+
+def distribute_and_record(per_process_batch, layout, batch_dim_name):
+    batch = _distribute(per_process_batch, layout, batch_dim_name)
+    batches.append(dict(devices=len(batch.sharding.device_set),
+                        shard=list(batch.sharding.shard_shape(batch.shape)),
+                        shape=list(batch.shape)))
+    return batch
+
+
+jax_distribution_lib.distribute_data_input = distribute_and_record
+kwargs = dict(model="conv", epochs=3, tensorboard=False, export=False)
+single = rule_learning_lib.rule_learning_train_eval({single!r}, **kwargs)
+assert not batches  # no distribution: nothing sharded
+mesh = rule_learning_lib.rule_learning_train_eval({mesh!r}, distribution_strategy="data_parallel",
+                                                  **kwargs)
+distribution = distribution_lib.get_strategy("data_parallel")
+with open({out!r}, "w") as f:
+    json.dump(dict(records=records, batches=batches, single=single["kernel"],
+                   mesh=mesh["kernel"], mesh_shape=list(distribution.device_mesh.shape)), f)
+"""
+
+
+@pytest.mark.subprocess
+def test_data_parallel_flag_on_a_simulated_4_device_mesh_matches_one_device(tmp_path):
+    out = tmp_path / "report.json"
+    result = _run_python(_script(_PROBE, _MESH_SCRIPT.format(
+        single=str(tmp_path / "single"), mesh=str(tmp_path / "mesh"), out=str(out))),
+        KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(out.read_text())
+    assert report["mesh_shape"] == [4]
+    single, mesh = report["records"]
+    assert single["distribution"] is None and single["devices"] == [1]
+    assert mesh["distribution"] == "DataParallel" and mesh["devices"] == [4]  # replicated
+    assert mesh["changed"]
+    # Every batch (training: 16 examples; predict: 32 and 4) is split 4 ways along its first axis.
+    assert report["batches"] and all(b["devices"] == 4 for b in report["batches"])
+    assert {(b["shape"][0], b["shard"][0]) for b in report["batches"]} == {
+        (16, 4), (32, 8), (4, 1)}
+    # The same updates as on one device (a sum over 4 shards: float32 rounding only).
+    np.testing.assert_allclose(report["mesh"], report["single"], rtol=1e-4, atol=1e-5)
