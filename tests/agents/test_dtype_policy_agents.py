@@ -43,17 +43,60 @@ def test_network_computes_in_16_bits_with_float32_logits_and_value():
         "float32", "float32"]
 
 
-@pytest.mark.parametrize("dtype_policy", ["mixed_bfloat16", "mixed_float16"])
-def test_tf_agents_vtrace_trains_under_the_policy(tmp_path, dtype_policy):
+def test_tf_agents_vtrace_trains_under_mixed_bfloat16(tmp_path):
     from keras_relational.agents.train_eval import train_eval
 
     root, lines = str(tmp_path), []
-    result = train_eval(root, dtype_policy=dtype_policy, print_fn=lines.append, **_TINY)
+    result = train_eval(root, dtype_policy="mixed_bfloat16", print_fn=lines.append, **_TINY)
     assert result["train_step"] == 2
     losses = _losses(lines)
     assert losses and np.all(np.isfinite(losses)), lines
     with open(os.path.join(root, "result.json")) as f:
-        assert json.load(f)["dtype_policy"] == dtype_policy
+        assert json.load(f)["dtype_policy"] == "mixed_bfloat16"
+
+
+def test_tf_agents_vtrace_agent_scales_the_float16_loss():
+    """A finite step trains at the initial scale; a non-finite one is skipped, the scale halved."""
+    import tensorflow as tf
+    from tf_agents.specs import tensor_spec
+    from tf_agents.trajectories import time_step as ts
+
+    from keras_relational.agents import learning
+    from keras_relational.agents.boxworld_environment import make_boxworld_environment
+    from keras_relational.agents.keras3_network import Keras3Network
+    from keras_relational.agents.vtrace_agent import VTraceAgent
+
+    env = make_boxworld_environment(num_envs=2, **_LEVELS)
+    time_step_spec = tensor_spec.from_spec(env.time_step_spec())
+    model_fn = agent_model_fn("relational", env.observation_spec().shape, 4,
+                              observation_dtype=env.observation_spec().dtype,
+                              dtype_policy="mixed_float16",
+                              **_TINY["model_kwargs"])
+    network = Keras3Network(time_step_spec.observation, model_fn)
+    optimizer = learning.make_optimizer("rmsprop", 1e-3, "mixed_float16")
+    assert isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer)
+    agent = VTraceAgent(time_step_spec, tensor_spec.from_spec(env.action_spec()), network,
+                        optimizer, jit_compile=False)
+    shape = tuple(env.observation_spec().shape)
+    spec = tensor_spec.add_outer_dims_nest(agent.collect_data_spec, (2, 4))
+    rng = np.random.RandomState(0)
+    experience = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)._replace(
+        observation=tf.constant(rng.randint(0, 2, size=(2, 4, *shape)).astype(
+            env.observation_spec().dtype)),
+        policy_info={"logits": tf.zeros((2, 4, 4))}, step_type=tf.fill((2, 4), ts.StepType.MID),
+        reward=tf.constant(rng.normal(size=(2, 4)).astype("float32")), discount=tf.ones((2, 4)))
+    (logits, value), _ = network(experience.observation)
+    assert (logits.dtype, value.dtype) == (tf.float32, tf.float32)  # TF-Agents' side
+    weights = lambda: [v.numpy().copy() for v in network.trainable_variables]  # noqa: E731
+    before = weights()
+    assert np.isfinite(agent.train(experience).loss.numpy())
+    assert float(optimizer.loss_scale.numpy()) == 2.0**15
+    trained = weights()
+    assert all(not np.array_equal(b, a) for b, a in zip(before, trained, strict=True))
+    infinite = experience._replace(reward=tf.fill((2, 4), np.float32(np.inf)))
+    agent.train(infinite)
+    assert float(optimizer.loss_scale.numpy()) == 2.0**14  # halved, and the step skipped:
+    assert all(np.array_equal(t, a) for t, a in zip(trained, weights(), strict=True))
 
 
 def test_compiled_loop_mixed_float16_is_loss_scaled(tmp_path):
