@@ -80,3 +80,17 @@ def test_char_lm_mixed_bfloat16(tmp_path):
     assert _results(root)["dtype_policy"] == "mixed_bfloat16"
     assert np.isfinite(results["dot_product"]["train_bpc"])
     assert np.isfinite(results["dot_product"]["valid_bpc"])
+
+
+@pytest.mark.parametrize("binary", ["train_boxworld", "train_relations_game", "train_babi",
+                                    "train_palindromes", "train_rule_learning", "train_char_lm",
+                                    "same_colour_demo"])
+def test_every_training_binary_takes_the_flag(import_binary, binary):
+    from absl import flags
+
+    from keras_relational import validation
+
+    import_binary(binary)
+    flag = flags.FLAGS["dtype_policy"]
+    assert flag.default == "float32"
+    assert tuple(flag.parser.enum_values) == validation.DTYPE_POLICIES
