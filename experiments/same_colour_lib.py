@@ -118,6 +118,6 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     print(f"held-out accuracy {accuracy:.3f} (chance 0.5); model {model_path}; "
           f"SavedModel {export_dir}")
     results = {"accuracy": float(accuracy), "model": model_path, "saved_model": export_dir,
-               "dtype_policy": model.dtype_policy.name}
+               "dtype_policy": dtype_policy}
     json_files.write_json(os.path.join(root_dir, "results.json"), results)
     return results
