@@ -43,6 +43,7 @@ def test_network_computes_in_16_bits_with_float32_logits_and_value():
         "float32", "float32"]
 
 
+@pytest.mark.slow  # a whole train_eval: actors, learner, policy export
 def test_tf_agents_vtrace_trains_under_mixed_bfloat16(tmp_path):
     from keras_relational.agents.train_eval import train_eval
 
@@ -99,6 +100,7 @@ def test_tf_agents_vtrace_agent_scales_the_float16_loss():
     assert all(np.array_equal(t, a) for t, a in zip(trained, weights(), strict=True))
 
 
+@pytest.mark.slow  # compiles a float16 update, exports the model
 def test_compiled_loop_mixed_float16_is_loss_scaled(tmp_path):
     from keras_relational.agents.compiled import checkpointing
     from keras_relational.agents.compiled import train_eval as compiled_train_eval

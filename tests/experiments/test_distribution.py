@@ -416,6 +416,7 @@ with open({out!r}, "w") as f:
 """
 
 
+@pytest.mark.slow  # a fresh JAX process training twice
 @pytest.mark.subprocess
 def test_data_parallel_flag_on_a_simulated_4_device_mesh_matches_one_device(tmp_path):
     out = tmp_path / "report.json"

@@ -61,6 +61,7 @@ def test_palindromes_mixed_bfloat16(tmp_path):
         palindromes_lib.palindromes_train_eval(str(tmp_path), data=data, dtype_policy="bfloat16")
 
 
+@pytest.mark.slow  # SavedModel export
 def test_same_colour_mixed_bfloat16(tmp_path):
     root = str(tmp_path / "run")
     result = same_colour_lib.train_eval(root, num_train=64, num_eval=32, epochs=1,
