@@ -25,9 +25,9 @@ import numpy as np
 from keras_relational import validation
 from keras_relational.agents.compiled import backend
 from keras_relational.agents.compiled.vtrace import vtrace_returns
+from keras_relational.agents.sc2.config import COMPILE_MODES
 from keras_relational.models.sc2_agent import composite_log_prob_and_entropy
 
-COMPILE_MODES = ("xla", "graph", "eager")
 # dm_env.StepType.FIRST and LAST.
 FIRST, LAST = 0, 2
 
