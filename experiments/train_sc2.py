@@ -16,24 +16,22 @@ Outputs under ``--root_dir``: ``policy/`` (the greedy policy, a SavedModel),
 (see docs/sc2.md).
 """
 
-import os
-
-# pysc2's protocol modules only load with protobuf's pure-Python implementation, chosen when
-# protobuf is first imported: this binary owns its process, so it picks it first (docs/sc2.md).
-os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
-
 # Before TensorFlow loads: hides known-harmless dependency messages when run as a binary (not
 # when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console  # noqa: E402
+from keras_relational.experiments import console
 
 console.quiet_dependencies(__name__)
 
 import dataclasses  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
 from keras_relational.agents.sc2.config import COMPILE_MODES, SC2Config  # noqa: E402
 from keras_relational.environments.sc2.maps import MINI_GAMES  # noqa: E402
+
+PROTOBUF_VARIABLE = "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_sc2", "Output directory.")
@@ -83,6 +81,11 @@ def main(argv):
 
 def run():
     """The ``train_sc2`` console script (the same help and flags as ``python -m``)."""
+    # pysc2's protocol modules only load with protobuf's pure-Python implementation, chosen when
+    # protobuf is first imported (nothing above imports it): the binary owns its process, so it
+    # picks it here, unless the caller chose (then import_pysc2 says what is wrong).
+    if "google.protobuf" not in sys.modules:
+        os.environ.setdefault(PROTOBUF_VARIABLE, "python")
     console.adopt_main_help(__name__)
     app.run(main)
 
