@@ -45,7 +45,7 @@ def test_train_sc2_mock_trains_exports_and_a_fresh_process_serves_the_policy(tmp
                f"--root_dir={tmp_path}", "--mock", "--map=DefeatRoaches", "--num_envs=2",
                "--unroll_length=3", "--num_iterations=1", f"--screen_size={SIZE}",
                "--tiny_model", "--compile_mode=eager", "--mock_episode_length=2"]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "update 1: loss" in result.stdout
     with open(tmp_path / "result.json") as f:
@@ -53,6 +53,6 @@ def test_train_sc2_mock_trains_exports_and_a_fresh_process_serves_the_policy(tmp
     assert summary["updates"] == 1 and summary["episodes"] >= 2  # 2-step episodes
     assert all(math.isfinite(value) for value in summary["loss"].values())
     served = subprocess.run([sys.executable, POLICY_CHECK, summary["policy_dir"], str(SIZE)],
-                            capture_output=True, text=True, env=env, timeout=300)
+                            capture_output=True, text=True, env=env, timeout=600)
     assert served.returncode == 0, served.stdout[-3000:] + served.stderr[-3000:]
     assert "policy ok" in served.stdout
