@@ -37,6 +37,8 @@ def test_import_helper_names_the_protobuf_variable():
     assert "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python" in result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_train_sc2_mock_trains_exports_and_a_fresh_process_serves_the_policy(tmp_path):
     # The binary sets the protobuf variable itself; eager updates skip the long graph trace.
     env = dict(os.environ, KERAS_BACKEND="tensorflow")

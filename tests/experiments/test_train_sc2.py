@@ -5,11 +5,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from keras_relational.environments.sc2.maps import MINI_GAMES, check_game
 
 BINARY = [sys.executable, "-m", "keras_relational.experiments.train_sc2"]
 
 
+@pytest.mark.subprocess
 def test_missing_game_names_sc2path(tmp_path):
     env = dict(os.environ, SC2PATH=str(tmp_path / "nowhere"))
     result = subprocess.run(BINARY + [f"--root_dir={tmp_path}", "--map=BuildMarines"],
@@ -20,6 +23,7 @@ def test_missing_game_names_sc2path(tmp_path):
     assert not os.listdir(tmp_path)  # nothing was built or written
 
 
+@pytest.mark.subprocess
 def test_help_lists_the_seven_maps_and_a_bad_map_is_refused(tmp_path):
     result = subprocess.run(BINARY + ["--helpfull"], capture_output=True, text=True,
                             timeout=120)
