@@ -21,6 +21,12 @@ $(STAMP): setup.cfg pyproject.toml
 	# TF-Agents' metadata pins cannot resolve next to tfp 0.25: install it without its deps
 	# (its real runtime needs are in the `rl` extra).
 	$(BIN)/python -m pip install --no-deps tf-agents==0.19.0
+	# StarCraft II (docs/sc2.md): pysc2 and the five packages its environments import, without
+	# the rest of its metadata (enum34 would shadow the standard library's enum wherever
+	# site-packages precedes it, e.g. on PYTHONPATH; mock, deepdiff, mpyq, s2protocol and
+	# dm-env-rpc serve pysc2's own tests and replays). Nothing of the stack above changes.
+	$(BIN)/python -m pip install --no-deps pysc2==4.0.0 s2clientprotocol==5.0.17.98310.0 \
+		portpicker==1.6.0 websocket-client==1.9.2 pygame==2.6.1 sk-video==1.1.10
 	touch $(STAMP)
 
 # The embedded default: a small relational agent on a 6x6-room BoxWorld (solution length 1, no

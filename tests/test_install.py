@@ -23,7 +23,7 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BINARIES = ("train_boxworld", "play_boxworld", "train_babi", "answer_babi",
              "train_relations_game", "predict_relations", "analyse_relations_game",
              "train_palindromes", "train_rule_learning", "same_colour_demo", "train_char_lm",
-             "plot_results", "plot_attention")
+             "plot_results", "plot_attention", "train_sc2")
 
 
 def _setup_cfg():

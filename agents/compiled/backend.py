@@ -45,8 +45,11 @@ def value_and_grad(loss_fn):
     return fn
 
 
-def compile_function(fn, donate_state=True):
+def compile_function(fn, donate_state=True, jit_compile=True):
     """``fn(state, *args)`` compiled whole: ``jax.jit`` or ``tf.function(jit_compile=True)``.
+
+    ``jit_compile=False`` keeps TensorFlow's graph without XLA (JAX always compiles): for models
+    whose XLA compilation costs more than a few steps save (a short smoke run on the CPU).
 
     Under JAX the buffers of ``state`` (the first argument) are donated: the caller must use the
     returned state and never the one it passed in; and the outputs are made strongly typed
@@ -62,7 +65,7 @@ def compile_function(fn, donate_state=True):
         return jax.jit(strongly_typed, donate_argnums=(0,) if donate_state else ())
     import tensorflow as tf
 
-    return tf.function(fn, jit_compile=True, reduce_retracing=True)
+    return tf.function(fn, jit_compile=jit_compile, reduce_retracing=True)
 
 
 def scan(f, init, length):

@@ -6,5 +6,6 @@ Importing this package does not import pysc2; building an environment does.
 
 from ._pysc2_import import check_protobuf, import_pysc2
 from .env import SC2Environment
+from .maps import MINI_GAMES, check_game
 
-__all__ = ["SC2Environment", "check_protobuf", "import_pysc2"]
+__all__ = ["MINI_GAMES", "SC2Environment", "check_game", "check_protobuf", "import_pysc2"]

@@ -26,6 +26,7 @@ import numpy as np
 from dm_env import specs
 
 from ._pysc2_import import import_pysc2
+from .maps import check_game
 
 PREVIOUS_SPATIAL = ("screen", "minimap")  # screen2 goes with screen
 
@@ -54,8 +55,12 @@ class SC2Environment(dm_env.Environment):
     @classmethod
     def from_map(cls, map_name, screen_size=32, minimap_size=32, step_mul=8, random_seed=None,
                  visualize=False):
-        """Plays ``map_name`` (e.g. ``"MoveToBeacon"``) in the game found through ``SC2PATH``."""
+        """Plays ``map_name`` (e.g. ``"MoveToBeacon"``) in the game found through ``SC2PATH``.
+
+        Raises FileNotFoundError naming ``SC2PATH`` when the game or the map is missing.
+        """
         modules = import_pysc2()
+        check_game(map_name)
         features = modules["features"]
         return cls(modules["sc2_env"].SC2Env(
             map_name=map_name, step_mul=step_mul, random_seed=random_seed, visualize=visualize,

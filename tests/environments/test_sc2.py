@@ -1,4 +1,6 @@
 import importlib.util
+import json
+import math
 import os
 import subprocess
 import sys
@@ -10,6 +12,8 @@ pytestmark = pytest.mark.skipif(
     reason="pysc2 is not installed (optional extra: pip install 'keras-relational[sc2]')")
 
 CHECK = os.path.join(os.path.dirname(__file__), "sc2_mock_check.py")
+POLICY_CHECK = os.path.join(os.path.dirname(__file__), "sc2_policy_check.py")
+SIZE = 8
 
 
 def test_adapter_conformance_and_agent_on_mock_env():
@@ -31,3 +35,26 @@ def test_import_helper_names_the_protobuf_variable():
                             timeout=120)
     assert result.returncode != 0
     assert "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_train_sc2_mock_trains_exports_and_a_fresh_process_serves_the_policy(tmp_path):
+    # The binary sets the protobuf variable itself; eager updates skip the long graph trace.
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+    env.pop("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", None)
+    command = [sys.executable, "-m", "keras_relational.experiments.train_sc2",
+               f"--root_dir={tmp_path}", "--mock", "--map=DefeatRoaches", "--num_envs=2",
+               "--unroll_length=3", "--num_iterations=1", f"--screen_size={SIZE}",
+               "--tiny_model", "--compile_mode=eager", "--mock_episode_length=2"]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "update 1: loss" in result.stdout
+    with open(tmp_path / "result.json") as f:
+        summary = json.load(f)
+    assert summary["updates"] == 1 and summary["episodes"] >= 2  # 2-step episodes
+    assert all(math.isfinite(value) for value in summary["loss"].values())
+    served = subprocess.run([sys.executable, POLICY_CHECK, summary["policy_dir"], str(SIZE)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert served.returncode == 0, served.stdout[-3000:] + served.stderr[-3000:]
+    assert "policy ok" in served.stdout
