@@ -8,6 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= /tmp/keras_relational_demo
+TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
 .PHONY: venv demo test lint notebooks benchmarks clean
@@ -21,6 +22,10 @@ $(STAMP): setup.cfg pyproject.toml
 	# TF-Agents' metadata pins cannot resolve next to tfp 0.25: install it without its deps
 	# (its real runtime needs are in the `rl` extra).
 	$(BIN)/python -m pip install --no-deps tf-agents==0.19.0
+	# PyTorch, for the layers' torch lane (tests/layers/test_mixed_precision.py). On the
+	# project's machines pip finds the CPU build of torch 2.13.0 (192 MB) on disk; from PyPI
+	# alone Linux x86_64 gets a CUDA build (several GB): set TORCH= to skip it (docs/install.md).
+	test -z "$(TORCH)" || $(BIN)/python -m pip install "$(TORCH)"
 	touch $(STAMP)
 
 # The embedded default: a small relational agent on a 6x6-room BoxWorld (solution length 1, no
