@@ -176,6 +176,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     # PolicySaver exports of the raw, collect (sampling) and greedy policies with the final
     # weights and a policy checkpoint of the final step, and the Keras 3 model.
     policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
+    # Exporting takes a while (SavedModel tracing): say so rather than sit silent.
+    print_fn(f"exporting the policies to {policies_dir} and the Keras model")
     export.export_policies(tf_agent, policies_dir, train_step)
     keras_model_dir, keras_file = export.export_keras_model(network.keras_model, root_dir)
     elapsed = time.perf_counter() - progress.started

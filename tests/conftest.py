@@ -31,23 +31,12 @@ def accelerator_skip_reason():
         return None
     import keras
 
+    from keras_relational.experiments.devices import gpu_names
+
     backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        try:
-            devices = jax.devices("gpu")
-        except RuntimeError:  # jaxlib without a CUDA plugin, or no visible device
-            devices = []
-    elif backend == "tensorflow":
-        import tensorflow as tf
-
-        devices = tf.config.list_physical_devices("GPU")
-    elif backend == "torch":
-        import torch
-
-        devices = list(range(torch.cuda.device_count()))
-    else:
+    try:
+        devices = gpu_names(backend)
+    except ValueError:
         return f"no GPU check for Keras backend {backend!r}"
     if not devices:
         return (f"Keras' {backend} backend sees no GPU; the accelerator lane runs on a GPU machine "

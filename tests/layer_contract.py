@@ -141,8 +141,8 @@ def outputs_and_gradients(layers, values, args, call_kwargs, seed):
     the trainable weights: ``[(outputs, input_grads, weight_grads), ...]``.
 
     ``layer.stateless_call`` with the same weight ``values`` for every layer, so the same code
-    runs on TensorFlow (eagerly) and JAX (all layers in one compiled function: op-by-op JAX
-    takes minutes for the whole contract on a CPU).
+    runs on TensorFlow (eagerly), PyTorch (eagerly, torch.autograd) and JAX (all layers in one
+    compiled function: op-by-op JAX takes minutes for the whole contract on a CPU).
     """
     trainable, non_trainable = values
     flat_args = keras.tree.flatten(args)
@@ -153,11 +153,19 @@ def outputs_and_gradients(layers, values, args, call_kwargs, seed):
         for i, x in zip(float_at, float_inputs, strict=True):
             flat[i] = keras.ops.cast(x, layer.compute_dtype)  # as Layer.__call__ would
         call_args = keras.tree.pack_sequence_as(args, flat)
-        outputs, _, losses = layer.stateless_call(trainable_values, non_trainable, *call_args,
-                                                  return_losses=True, **call_kwargs)
+        # Layer.__call__ in a stateless scope, not stateless_call: stateless_call runs call()
+        # outside the autocast scope, so under a 16-bit policy the float32 kernels would meet
+        # 16-bit inputs (promoted to float32 by TF's and JAX's ops, an error in torch's einsum)
+        # instead of their 16-bit casts, as in training.
+        mapping = list(zip(layer.trainable_variables, trainable_values, strict=True)) + list(
+            zip(layer.non_trainable_variables, non_trainable, strict=True))
+        with keras.StatelessScope(state_mapping=mapping, collect_losses=True) as scope:
+            outputs = layer(*call_args, **call_kwargs)
+        losses = list(scope.losses)
         outputs = [keras.ops.cast(o, "float32") for o in keras.tree.flatten(outputs) + losses]
         rng = np.random.RandomState(seed)  # shapes are static: the same cotangents every layer
-        loss = sum(keras.ops.sum(o * rng.normal(size=tuple(o.shape)).astype("float32"))
+        loss = sum(keras.ops.sum(o * keras.ops.convert_to_tensor(  # a tensor: torch's
+            rng.normal(size=tuple(o.shape)).astype("float32")))         # `*` takes no ndarray
                    for o in outputs)
         return loss, outputs
 
@@ -185,6 +193,18 @@ def outputs_and_gradients(layers, values, args, call_kwargs, seed):
         for (_, outputs), (weight_grads, input_grads) in jax.jit(all_layers)(trainable,
                                                                              float_inputs):
             results.append((outputs, input_grads, weight_grads))
+    elif backend == "torch":
+        import torch
+
+        for layer in layers:
+            weights = [t.detach().clone().requires_grad_(True) for t in trainable]
+            inputs = [x.detach().clone().requires_grad_(True) for x in float_inputs]
+            loss, outputs = forward(layer, weights, inputs)
+            grads = torch.autograd.grad(loss, weights + inputs, allow_unused=True)
+            grads = [torch.zeros_like(x) if g is None else g  # as TF's tape: no path, zero
+                     for x, g in zip(weights + inputs, grads, strict=True)]
+            results.append(([o.detach() for o in outputs], grads[len(weights):],
+                            grads[:len(weights)]))
     else:
         raise NotImplementedError(f"mixed-precision check on backend {backend!r}")
     to_numpy = keras.ops.convert_to_numpy

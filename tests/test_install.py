@@ -88,9 +88,11 @@ def test_commands_and_imports_name_the_installed_package():
 
 
 def _stack_site_packages():
-    """The folders holding the third-party stack (Keras, absl, NumPy), never the checkout."""
+    """The folders holding the third-party stack (Keras, absl, NumPy, and torch where it is
+    installed: it may live in another folder), never the checkout."""
     folders = []
-    for module in ("keras", "absl", "numpy"):
+    torch = ("torch",) if importlib.util.find_spec("torch") is not None else ()
+    for module in ("keras", "absl", "numpy", *torch):
         spec = importlib.util.find_spec(module)
         folder = os.path.dirname(os.path.dirname(spec.origin))
         if folder not in folders:

@@ -7,10 +7,13 @@ every run) by a kernel that is this interpreter (a throw-away ``python3`` kernel
 
 import json
 import pathlib
+import re
 import sys
 
 import nbformat
 import pytest
+
+from keras_relational.experiments.devices import COLAB_GPU_HINT
 
 COLAB_DIR = pathlib.Path(__file__).resolve().parents[1] / "colab"
 NOTEBOOKS = sorted(COLAB_DIR.glob("*.ipynb"))
@@ -44,6 +47,7 @@ def test_notebook_first_cell_reads_smoke(path):
     first = next(cell for cell in notebook.cells if cell.cell_type == "code")
     assert 'os.environ.get("KERAS_RELATIONAL_SMOKE", "0") == "1"' in first.source
     assert '"google.colab" in sys.modules' in first.source
+    assert first.source.rstrip().endswith("report_devices()"), first.source  # issue #23, 4
 
 
 @pytest.fixture
@@ -74,6 +78,13 @@ def test_notebook_executes(path, venv_kernel):
     client = NotebookClient(notebook, kernel_name="python3", timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": str(venv_kernel)}})
     client.execute()
+    # The first cell reports the backend and the device found; on a CPU, how to get a GPU.
+    first = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    report = "".join(output.get("text", "") for output in first.outputs
+                     if output.get("output_type") == "stream")
+    assert re.search(r"^Keras [\d.]+, (tensorflow|jax|torch) backend: (no GPU found, running on "
+                     r"the CPU \(\d+ cores\)|\d+ GPUs? found: .+)\.$", report, re.M), report
+    assert (COLAB_GPU_HINT in report) == ("no GPU found" in report), report
     printed = "".join(output.get("text", "") for output in notebook.cells[-1].outputs
                       if output.get("output_type") == "stream")
     assert printed.strip() == sys.executable, printed

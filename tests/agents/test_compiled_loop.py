@@ -7,6 +7,7 @@ The in-process tests run under the suite's backend (TensorFlow); one subprocess 
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -186,6 +187,9 @@ _JAX_SCRIPT = textwrap.dedent("""
                 float(np.abs(np.asarray(adv) - expected_adv).max()))
     result = train_eval.train_eval({root!r}, num_iterations=2, eval_episodes=2, eval_num_envs=2,
                                    **_TINY)
+    from keras_relational.experiments.devices import report_devices
+
+    report_devices()  # the notebooks' first cell: names the JAX devices, loads no TensorFlow
     assert "tensorflow" not in sys.modules
     print(json.dumps(dict(backend=keras.backend.backend(), vtrace_error=error,
                           train_step=result["train_step"], note=result["export_note"],
@@ -207,6 +211,8 @@ def test_under_jax_without_tensorflow(tmp_path):
     assert "TensorFlow" in report["note"]  # model.export skipped, the .keras file written
     assert os.path.exists(report["keras_file"])
     assert "step      2 | frames" in done.stdout
+    assert re.search(r"^Keras [\d.]+, jax backend: (no GPU found|\d+ GPUs? found)", done.stdout,
+                     re.M), done.stdout[-2000:]
 
 
 @pytest.mark.parametrize("flag, message", [

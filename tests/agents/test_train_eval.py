@@ -168,42 +168,104 @@ def test_invalid_arguments_are_clear_errors(tmp_path):
         train_eval(str(tmp_path), algorithm="ppo", vtrace_lambda=0.9, actor_jit_compile=True)
 
 
-def test_ppo_smoke(tmp_path):
-    """TF-Agents' PPOClipAgent trains our Keras 3 networks through the same loop."""
+def test_ppo_smoke(tmp_path, capsys):
+    """TF-Agents' PPOClipAgent trains our Keras 3 networks through the same loop; printing to a
+    stream that is not a terminal (a log, a pipe), the lines are plain, with no progress bar."""
     root = str(tmp_path / "ppo")
-    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0,
-                        print_fn=lambda line: None, **_TINY)
+    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0, **_TINY)
+    printed = capsys.readouterr().out
+    assert "\r" not in printed and "\033[K" not in printed and " updates |" not in printed
+    assert re.search(r"^step +\d+ \| frames +\d+ \| +\d+ frames/s \|.* \| ETA (\?|\d+:\d\d)$",
+                     printed, re.M), printed
     assert result["train_step"] >= 2
     assert result["actor_jit_compile"] is False  # PPO's collect policy is TF-Agents' own
     assert os.path.exists(os.path.join(root, "policies", "greedy_policy", "saved_model.pb"))
 
 
-def test_binary_flags_reach_train_eval(tmp_path):
-    """``python -m keras_relational.experiments.train_boxworld`` with the experiment flags trains
-    and exports."""
-    root = str(tmp_path / "binary")
+# `make demo` as a new user sees it: the demo's flags (benchmarks/demo_flags.txt) at tiny sizes
+# (later flags win), run under a pseudo-terminal. Every piece of the console is one of ours.
+_DEMO_FLAGS_FILE = os.path.join(_REPO_ROOT, "benchmarks", "demo_flags.txt")
+_TINY_DEMO = ["--num_iterations=2", "--num_envs=4", "--log_interval=1", "--eval_episodes=2",
+              "--room_size=5", "--key_dim=8", "--head_width=16", "--vtrace_lambda=0.9",
+              "--max_seconds=600"]
+_BAR = (r"\[[#.]{24}\] [0-2]/2 updates( \| \d+ frames \| \d+ frames/s)? \| \d+:\d\d elapsed "
+        r"\| ETA (\?|\d+:\d\d)")
+_OUR_LINES = (
+    r"Training relational agent \([\d,]+ parameters, vtrace\) on original BoxWorld: 4 envs x 5 "
+    r"steps per update, 2 updates",
+    r"step +[12] \| frames +\d+ \| +\d+ frames/s \| episodes +\d+ \| return +(nan|-?\d+\.\d\d) \| "
+    r"solved +(nan|\d+\.\d)% \| loss +-?\d+\.\d{3} \| acting +\d+% \| ETA (\?|\d+:\d\d)",
+    r"eval @ step 2: solved \d+\.\d% of 2 episodes",
+    r"exporting the policies to (?P<root>\S+)/policies and the Keras model",
+    r"done: step 2, eval solve rate \d+\.\d%, policies in \S+/policies, Keras model in "
+    r"\S+/keras_model",
+)
+
+
+def _run_in_terminal(command, env, timeout):
+    """Runs ``command`` with a pseudo-terminal as stdin, stdout and stderr (what a user's
+    terminal shows, both streams interleaved); returns (exit code, the bytes read)."""
+    pty = pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
+    import select
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(command, cwd=_REPO_ROOT, env=env, stdin=terminal,
+                               stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    chunks, deadline = [], time.time() + timeout
+    try:
+        while time.time() < deadline:
+            if not select.select([controller], [], [], 1.0)[0]:
+                continue
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            process.kill()
+        return process.wait(timeout=30), b"".join(chunks).decode(errors="replace")
+    finally:
+        os.close(controller)
+
+
+@pytest.mark.subprocess
+def test_the_demo_on_a_terminal_shows_our_lines_and_a_live_progress_bar(tmp_path):
+    """``make demo``'s command (its flags at tiny sizes) under a pseudo-terminal: the console
+    holds only our lines and the progress bar redrawn in place (carriage returns), none of the
+    dependencies' noise; the flags reach train_eval and the run exports."""
+    root = str(tmp_path / "demo")
+    with open(_DEMO_FLAGS_FILE) as f:
+        demo_flags = f.read().split()
     command = [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
-               f"--root_dir={root}", "--goal_length=1", "--num_distractors=0", "--room_size=5",
-               "--num_envs=4", "--unroll_length=5", "--num_iterations=2", "--key_dim=8",
-               "--head_width=16",
-               "--observation_type=one_hot", "--optimizer=adam", "--reward_scale=0.1",
-               "--vtrace_lambda=0.9", "--learning_rate=1e-3", "--eval_episodes=2",
-               "--log_interval=1", "--max_seconds=600", "--actor_jit_compile"]
-    done = subprocess.run(command, cwd=_REPO_ROOT, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "frames/s" in done.stdout and "eval @ step 2" in done.stdout, done.stdout
-    # A clean console: our lines, none of the dependencies' known-harmless noise
-    # (console.quiet_dependencies) nor the autograph SyntaxWarning our tf.functions used to cause.
-    console_text = done.stdout + done.stderr
+               f"--root_dir={root}", *demo_flags, *_TINY_DEMO]
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # the binary's own
+    code, console_text = _run_in_terminal(command, dict(env, TERM="xterm"), timeout=600)
+    assert code == 0, console_text[-3000:]
     noise = [pattern for pattern in _NOISE if re.search(pattern, console_text)]
     assert not noise, f"{noise} in:\n{console_text[-3000:]}"
+    # The terminal turns each "\n" into "\r\n"; the bar's redraws start with "\r\033[K".
+    lines = console_text.replace("\r\n", "\n").split("\n")
+    assert lines[-1] == "", console_text[-300:]
+    bar_frames = []
+    for line in lines[:-1]:
+        first, *redraws = line.split("\r\033[K")
+        bar_frames += [piece for piece in redraws if re.fullmatch(_BAR, piece)]
+        strangers = [piece for piece in (first, *redraws) if piece
+                     and not any(re.fullmatch(p, piece) for p in (_BAR, *_OUR_LINES))]
+        assert not strangers, f"not ours: {strangers} in:\n{console_text[-3000:]}"
+    assert any(p.startswith("[" + "#" * 24 + "] 2/2 updates | 40 frames") for p in bar_frames), \
+        bar_frames
+    for pattern in _OUR_LINES:
+        assert re.search(pattern, console_text), (pattern, console_text[-3000:])
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == 2
     import keras
 
     model = keras.saving.load_model(os.path.join(root, "keras_model.keras"))
-    assert model.input_shape[-1] > 3  # one-hot channels, not RGB
+    assert model.input_shape[-1] > 3  # the demo's one-hot channels, not RGB
     assert model.get_layer("relational_agent_rescale").scale == 1.0
 
 

@@ -39,6 +39,30 @@ def test_mixed_precision_on_jax_in_a_fresh_process():
     assert not failures, "\n".join(failures)
 
 
+# The layers on PyTorch (issue #30: the layers are keras.ops only, so they run on torch too):
+# the layers with 16-bit paths of their own, SymbolConvolution (its einsum met a float32 kernel
+# there while the contract bypassed autocasting), the relational module and the TPR memory.
+TORCH_CASES = (*JAX_CASES, "SymbolConvolution", "RelationalModule", "TPRMemory[factored]")
+# Why the torch lane may not run: torch is not in every stack (docs/install.md says why).
+_NO_TORCH = ("torch is not installed: `make venv` installs the CPU build torch==2.13.0 where pip "
+             "finds it on disk; PyPI's own Linux x86_64 torch wheels are CUDA builds (about 0.55 "
+             "GB plus about 2 GB of nvidia-* wheels), see docs/install.md")
+
+
+@pytest.mark.subprocess
+def test_layers_on_torch_in_a_fresh_process():
+    """float32 and both 16-bit policies under KERAS_BACKEND=torch: finite outputs and gradients
+    (torch.autograd) on the degenerate inputs, outputs within tolerance of float32."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip(_NO_TORCH)
+    result = run_fresh_process(["tests/mixed_precision_cases.py", *TORCH_CASES],
+                               backend="torch")
+    failures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not failures, "\n".join(failures)
+
+
 def test_simplicial_attention_zero_input_is_finite_under_float16():
     """Measured before the fix: NaN for every all-zero input under mixed_float16 on TensorFlow
     (the float32 upcast tested ``str(dtype)``, which is ``<dtype: 'float16'>`` there)."""
