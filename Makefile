@@ -28,7 +28,6 @@ $(STAMP): setup.cfg pyproject.toml
 	# dm-env-rpc serve pysc2's own tests and replays). Nothing of the stack above changes.
 	$(BIN)/python -m pip install --no-deps pysc2==4.0.0 s2clientprotocol==5.0.17.98310.0 \
 		portpicker==1.6.0 websocket-client==1.9.2 pygame==2.6.1 sk-video==1.1.10
-
 	# PyTorch, for the layers' torch lane (tests/layers/test_mixed_precision.py). On the
 	# project's machines pip finds the CPU build of torch 2.13.0 (192 MB) on disk; from PyPI
 	# alone Linux x86_64 gets a CUDA build (several GB): set TORCH= to skip it (docs/install.md).
