@@ -107,3 +107,45 @@ def import_binary():
         delattr(flags.FLAGS, flag_name)
     for module_name in imported:
         sys.modules.pop(module_name, None)
+
+
+class _NoPolicySavedModels:
+    """Stands for TF-Agents' ``PolicySavedModelTrigger`` in :func:`no_exports`: saves nothing."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, train_step, force_trigger=False):
+        pass
+
+
+@pytest.fixture
+def no_policy_trigger(monkeypatch):
+    """``train_eval`` without the Learner's ``PolicySavedModelTrigger`` (TF-Agents').
+
+    The trigger writes three policy SavedModels when it is created (each tracing the whole
+    network a few times: most of a tiny run's time) and policy checkpoints every
+    ``policy_save_interval`` steps; the final exports (``export.export_policies``) replace those
+    SavedModels at the end of every run. For tests that assert nothing about the trigger's
+    files; tests/agents/test_train_eval.py's smoke test, test_ray_actors.py and
+    test_train_eval_faults.py run it.
+    """
+    from tf_agents.train import triggers
+
+    monkeypatch.setattr(triggers, "PolicySavedModelTrigger", _NoPolicySavedModels)
+
+
+@pytest.fixture
+def no_exports(monkeypatch, no_policy_trigger):
+    """``train_eval`` without any SavedModel export, for tests that assert nothing about them.
+
+    Skips the trigger's SavedModels (:func:`no_policy_trigger`), the final policy exports
+    (``export.export_policies``) and the Keras model's (``export.export_keras_model``). The
+    exports are checked by tests/agents/test_train_eval.py (the smoke and PPO tests),
+    test_train_eval_faults.py, test_serving_docs.py and the notebooks in colab/ (relational and
+    simplicial agents).
+    """
+    from keras_relational.agents import export
+
+    monkeypatch.setattr(export, "export_policies", lambda *args, **kwargs: None)
+    monkeypatch.setattr(export, "export_keras_model", lambda *args, **kwargs: (None, None))
