@@ -24,6 +24,7 @@ def _checkpoint_steps(root):
     return sorted(int(f.rsplit("-", 1)[1].split(".")[0]) for f in files)
 
 
+@pytest.mark.slow
 def test_smoke_trains_exports_and_plays(tmp_path):
     root = str(tmp_path / "run")
     lines = []
@@ -139,6 +140,7 @@ def test_resumes_after_kill_9(tmp_path):
     assert _checkpoint_steps(root)[-1] == killed_at + 2
 
 
+@pytest.mark.slow
 def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path):
     lines = []
     result = train_eval(str(tmp_path / "bridge"), env_name="bridge", agent="simplicial",
@@ -168,6 +170,7 @@ def test_invalid_arguments_are_clear_errors(tmp_path):
         train_eval(str(tmp_path), algorithm="ppo", vtrace_lambda=0.9, actor_jit_compile=True)
 
 
+@pytest.mark.slow
 def test_ppo_smoke(tmp_path):
     """TF-Agents' PPOClipAgent trains our Keras 3 networks through the same loop."""
     root = str(tmp_path / "ppo")
@@ -178,6 +181,7 @@ def test_ppo_smoke(tmp_path):
     assert os.path.exists(os.path.join(root, "policies", "greedy_policy", "saved_model.pb"))
 
 
+@pytest.mark.slow
 def test_binary_flags_reach_train_eval(tmp_path):
     """``python -m keras_relational.experiments.train_boxworld`` with the experiment flags trains
     and exports."""
