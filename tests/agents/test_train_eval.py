@@ -101,10 +101,13 @@ def _is_png(path):
 
 
 def _train_command(root, num_iterations):
+    # Uncompiled learner and actor: no XLA compile in either process (the XLA paths run in the
+    # smoke test); what is tested is the kill and the resume.
     return [sys.executable, "-c", textwrap.dedent(f"""
         from keras_relational.agents.train_eval import train_eval
         train_eval({root!r}, num_iterations={num_iterations}, checkpoint_interval=2,
-                   eval_episodes=0, policy_save_interval=10_000, **{_TINY!r})
+                   eval_episodes=0, policy_save_interval=10_000, jit_compile=False,
+                   actor_jit_compile=False, **{_TINY!r})
     """)]
 
 
@@ -141,12 +144,15 @@ def test_resumes_after_kill_9(tmp_path):
 
 
 @pytest.mark.slow
-def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path):
+def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path, no_exports):
+    # Without the exports (most of the run's time): the simplicial agent's are exported and
+    # served by colab/simplicial_bridge_boxworld.ipynb (tests/test_notebooks.py).
     lines = []
     result = train_eval(str(tmp_path / "bridge"), env_name="bridge", agent="simplicial",
                         num_iterations=1, num_envs=4, unroll_length=5, eval_episodes=4,
                         env_kwargs=dict(max_steps=30),
-                        model_kwargs=dict(key_dim=8, simplicial_key_dim=8, head_units=(16,)),
+                        model_kwargs=dict(key_dim=8, simplicial_key_dim=8, head_units=(16,),
+                                          num_blocks=1),
                         print_fn=lines.append)
     assert result["train_step"] == 1
     eval_line = [line for line in lines if line.startswith("eval @")][0]
@@ -226,7 +232,7 @@ def test_play_refuses_an_environment_the_policy_was_not_trained_on():
                                                                       num_distractors=0))
 
 
-def test_test_presets_are_evaluated_on_the_training_observations(tmp_path):
+def test_test_presets_are_evaluated_on_the_training_observations(tmp_path, no_exports):
     """A one-hot-trained policy is evaluated zero-shot on one-hot preset levels (the preset's
     level parameters, the rest of the training environment), not on RGB frames."""
     lines = []
