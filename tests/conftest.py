@@ -68,14 +68,13 @@ def _steals_work(config):
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering (fixtures of wider scope)
 def pytest_collection_modifyitems(config, items):
     if _steals_work(config):
-        # Longest first: the `slow` tests, then those starting a fresh process (`subprocess`),
-        # then the rest (a stable sort keeps each module's order within each group). With work
+        # The `slow` tests first (a stable sort: each module's tests keep their order, so a
+        # module-scoped fixture shared by its slow tests is still set up once). With work
         # stealing (the Makefile's `--dist=worksteal`) the run then ends with short tests that
         # the two workers share out, not with one worker in a minute-long test while the other
         # idles. Only then: `--dist=load` hands each worker a block of consecutive tests first,
         # and would give one worker every slow test.
-        items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
-                                     item.get_closest_marker("subprocess") is None))
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     marked = [item for item in items if item.get_closest_marker("accelerator")]
     if not marked:
         return
