@@ -177,10 +177,12 @@ def test_invalid_arguments_are_clear_errors(tmp_path):
 
 
 @pytest.mark.slow
-def test_ppo_smoke(tmp_path):
+def test_ppo_smoke(tmp_path, no_policy_trigger):
     """TF-Agents' PPOClipAgent trains our Keras 3 networks through the same loop."""
     root = str(tmp_path / "ppo")
-    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0,
+    # Two epochs (the default is 4): TF-Agents traces one copy of the loss per epoch, and two
+    # learner steps (one per epoch) already come from one batch of unrolls.
+    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0, ppo_epochs=2,
                         print_fn=lambda line: None, **_TINY)
     assert result["train_step"] >= 2
     assert result["actor_jit_compile"] is False  # PPO's collect policy is TF-Agents' own
