@@ -46,11 +46,13 @@ demo: $(STAMP)
 		$(DEMO_FLAGS)
 
 # The docs build strictly (mkdocs.yml, site in build/site): a broken link, a missing results
-# file or an API reference that no longer resolves fails the test command.
+# file or an API reference that no longer resolves fails the test command. The two workers steal
+# work from each other and the `slow` tests start first (tests/conftest.py), so the run ends with
+# short tests shared between them.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist=worksteal --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -44,7 +44,26 @@ def accelerator_skip_reason():
     return None
 
 
+def _steals_work(config):
+    """Whether pytest-xdist distributes by work stealing (``--dist=worksteal``).
+
+    Its workers, which collect and order the tests, see ``dist="no"``; the command line's value
+    stays in ``known_args_namespace``.
+    """
+    return "worksteal" in (config.getoption("dist", "no"),
+                           getattr(config.known_args_namespace, "dist", None))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering (fixtures of wider scope)
 def pytest_collection_modifyitems(config, items):
+    if _steals_work(config):
+        # The `slow` tests first (a stable sort: each module's tests keep their order, so a
+        # module-scoped fixture shared by its slow tests is still set up once). With work
+        # stealing (the Makefile's `--dist=worksteal`) the run then ends with short tests that
+        # the two workers share out, not with one worker in a minute-long test while the other
+        # idles. Only then: `--dist=load` hands each worker a block of consecutive tests first,
+        # and would give one worker every slow test.
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     marked = [item for item in items if item.get_closest_marker("accelerator")]
     if not marked:
         return
@@ -96,3 +115,45 @@ def import_binary():
         delattr(flags.FLAGS, flag_name)
     for module_name in imported:
         sys.modules.pop(module_name, None)
+
+
+class _NoPolicySavedModels:
+    """Stands for TF-Agents' ``PolicySavedModelTrigger`` in :func:`no_exports`: saves nothing."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, train_step, force_trigger=False):
+        pass
+
+
+@pytest.fixture
+def no_policy_trigger(monkeypatch):
+    """``train_eval`` without the Learner's ``PolicySavedModelTrigger`` (TF-Agents').
+
+    The trigger writes three policy SavedModels when it is created (each tracing the whole
+    network a few times: most of a tiny run's time) and policy checkpoints every
+    ``policy_save_interval`` steps; the final exports (``export.export_policies``) replace those
+    SavedModels at the end of every run. For tests that assert nothing about the trigger's
+    files; tests/agents/test_train_eval.py's smoke test, test_ray_actors.py and
+    test_train_eval_faults.py run it.
+    """
+    from tf_agents.train import triggers
+
+    monkeypatch.setattr(triggers, "PolicySavedModelTrigger", _NoPolicySavedModels)
+
+
+@pytest.fixture
+def no_exports(monkeypatch, no_policy_trigger):
+    """``train_eval`` without any SavedModel export, for tests that assert nothing about them.
+
+    Skips the trigger's SavedModels (:func:`no_policy_trigger`), the final policy exports
+    (``export.export_policies``) and the Keras model's (``export.export_keras_model``). The
+    exports are checked by tests/agents/test_train_eval.py (the smoke and PPO tests),
+    test_train_eval_faults.py, test_serving_docs.py and the notebooks in colab/ (relational and
+    simplicial agents).
+    """
+    from keras_relational.agents import export
+
+    monkeypatch.setattr(export, "export_policies", lambda *args, **kwargs: None)
+    monkeypatch.setattr(export, "export_keras_model", lambda *args, **kwargs: (None, None))

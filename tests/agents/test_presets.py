@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from keras_relational.agents import curves, export, presets
+from keras_relational.agents import curves, presets
 from keras_relational.agents.train_eval import train_eval
 
 # Tiny sizes over every preset (the preset's levels, agent, optimizer and observations stay).
@@ -24,13 +24,6 @@ def _tiny_config(name, **overrides):
     level = dict(max_steps=10)
     return presets.train_config(name, level=level, model=_TINY_MODEL[preset["config"]["agent"]],
                                 **dict(_TINY, **overrides))
-
-
-@pytest.fixture
-def no_exports(monkeypatch):
-    """Skips the SavedModel exports (seconds each; test_train_eval.py covers them)."""
-    monkeypatch.setattr(export, "export_policies", lambda *args, **kwargs: None)
-    monkeypatch.setattr(export, "export_keras_model", lambda *args, **kwargs: (None, None))
 
 
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))

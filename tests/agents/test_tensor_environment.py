@@ -39,7 +39,7 @@ def test_tf_environment_specs_steps_and_episode_records():
     env.close()
 
 
-def test_train_eval_with_the_tensor_environment(tmp_path):
+def test_train_eval_with_the_tensor_environment(tmp_path, no_exports):
     lines = []
     result = train_eval(
         str(tmp_path / "run"), env_backend="tensor", num_iterations=2, eval_episodes=0,

@@ -24,6 +24,7 @@ def _checkpoint_steps(root):
     return sorted(int(f.rsplit("-", 1)[1].split(".")[0]) for f in files)
 
 
+@pytest.mark.slow
 def test_smoke_trains_exports_and_plays(tmp_path):
     root = str(tmp_path / "run")
     lines = []
@@ -100,10 +101,13 @@ def _is_png(path):
 
 
 def _train_command(root, num_iterations):
+    # Uncompiled learner and actor: no XLA compile in either process (the XLA paths run in the
+    # smoke test); what is tested is the kill and the resume.
     return [sys.executable, "-c", textwrap.dedent(f"""
         from keras_relational.agents.train_eval import train_eval
         train_eval({root!r}, num_iterations={num_iterations}, checkpoint_interval=2,
-                   eval_episodes=0, policy_save_interval=10_000, **{_TINY!r})
+                   eval_episodes=0, policy_save_interval=10_000, jit_compile=False,
+                   actor_jit_compile=False, **{_TINY!r})
     """)]
 
 
@@ -139,12 +143,16 @@ def test_resumes_after_kill_9(tmp_path):
     assert _checkpoint_steps(root)[-1] == killed_at + 2
 
 
-def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path):
+@pytest.mark.slow
+def test_bridge_simplicial_smoke_reports_puzzle_types(tmp_path, no_exports):
+    # Without the exports (most of the run's time): the simplicial agent's are exported and
+    # served by colab/simplicial_bridge_boxworld.ipynb (tests/test_notebooks.py).
     lines = []
     result = train_eval(str(tmp_path / "bridge"), env_name="bridge", agent="simplicial",
                         num_iterations=1, num_envs=4, unroll_length=5, eval_episodes=4,
                         env_kwargs=dict(max_steps=30),
-                        model_kwargs=dict(key_dim=8, simplicial_key_dim=8, head_units=(16,)),
+                        model_kwargs=dict(key_dim=8, simplicial_key_dim=8, head_units=(16,),
+                                          num_blocks=1),
                         print_fn=lines.append)
     assert result["train_step"] == 1
     eval_line = [line for line in lines if line.startswith("eval @")][0]
@@ -168,11 +176,15 @@ def test_invalid_arguments_are_clear_errors(tmp_path):
         train_eval(str(tmp_path), algorithm="ppo", vtrace_lambda=0.9, actor_jit_compile=True)
 
 
-def test_ppo_smoke(tmp_path, capsys):
+@pytest.mark.slow
+def test_ppo_smoke(tmp_path, capsys, no_policy_trigger):
     """TF-Agents' PPOClipAgent trains our Keras 3 networks through the same loop; printing to a
     stream that is not a terminal (a log, a pipe), the lines are plain, with no progress bar."""
     root = str(tmp_path / "ppo")
-    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0, **_TINY)
+    # Two epochs (the default is 4): TF-Agents traces one copy of the loss per epoch, and two
+    # learner steps (one per epoch) already come from one batch of unrolls.
+    result = train_eval(root, algorithm="ppo", num_iterations=2, eval_episodes=0, ppo_epochs=2,
+                        **_TINY)
     printed = capsys.readouterr().out
     assert "\r" not in printed and "\033[K" not in printed and " updates |" not in printed
     assert re.search(r"^step +\d+ \| frames +\d+ \| +\d+ frames/s \|.* \| ETA (\?|\d+:\d\d)$",
@@ -231,6 +243,7 @@ def _run_in_terminal(command, env, timeout):
         os.close(controller)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_demo_on_a_terminal_shows_our_lines_and_a_live_progress_bar(tmp_path):
     """``make demo``'s command (its flags at tiny sizes) under a pseudo-terminal: the console
@@ -284,7 +297,7 @@ def test_play_refuses_an_environment_the_policy_was_not_trained_on():
                                                                       num_distractors=0))
 
 
-def test_test_presets_are_evaluated_on_the_training_observations(tmp_path):
+def test_test_presets_are_evaluated_on_the_training_observations(tmp_path, no_exports):
     """A one-hot-trained policy is evaluated zero-shot on one-hot preset levels (the preset's
     level parameters, the rest of the training environment), not on RGB frames."""
     lines = []
