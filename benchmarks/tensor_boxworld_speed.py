@@ -25,6 +25,10 @@ each N and backend:
   thread, drawing ahead while the device steps); "device": the compiled call draws its bank
   itself (`sample_levels` inside the same compiled function).
 
+And the compiled actor-learner loop (`train_boxworld --trainer=compiled`, JAX) at the demo's
+settings (`benchmarks/demo_flags.txt`) for `--train-updates` updates with each `--level_source`:
+trained frames per second between the first and the last progress line (compilation excluded).
+
 The tensor environment's work per step does not depend on the levels or on how many episodes end
 (every rule is computed for every slot), so its levels come from one bank of at most 4,096
 levels (reused modulo the bank's size when N is larger). Each point runs for about `--seconds`
@@ -213,6 +217,43 @@ def source_rates(backend, levels, seconds, loop_steps, per_step, with_sources, s
     return result
 
 
+def train_worker(source, updates):
+    """One compiled-loop run at the demo's settings: prints a JSON line with its frames/s."""
+    import tempfile
+
+    from keras_relational.experiments import train_boxworld
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_flags.txt")) as f:
+        demo = f.read().split()
+    log_interval = max(updates // 6, 1)
+    train_boxworld.FLAGS([sys.argv[0], *demo, "--trainer=compiled", f"--level_source={source}",
+                          f"--num_iterations={updates}", f"--log_interval={log_interval}",
+                          "--eval_episodes=0", f"--checkpoint_interval={10 * updates}"])
+    config = train_boxworld.config_from_flags()
+    from keras_relational.agents.compiled import train_eval
+
+    with tempfile.TemporaryDirectory() as root:
+        history = train_eval.train_eval(root, config, print_fn=lambda line: None)["history"]
+    first, last = history[0], history[-1]
+    print(json.dumps({"source": source, "fps": (last["frames"] - first["frames"])
+                      / (last["seconds"] - first["seconds"])}))
+
+
+def _train_rows(args):
+    """{source: frames/s} of the compiled loop at the demo's settings, one process each."""
+    rows = {}
+    for source in ("numpy", "device"):
+        env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+        command = [sys.executable, os.path.abspath(__file__), "--train-worker", source,
+                   "--train-updates", str(args.train_updates)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(f"the {source} training run failed:\n{done.stderr[-3000:]}")
+        rows[source] = json.loads(done.stdout.strip().splitlines()[-1])["fps"]
+        print(f"  compiled loop, {source} levels: {rows[source]:,.0f} frames/s", flush=True)
+    return rows
+
+
 def _compile(backend, function):
     if backend == "jax":
         import jax
@@ -228,9 +269,10 @@ def worker(args):
     rows = {}
     for levels in args.levels:
         rows[levels] = tensor_rates(args.worker, levels, args.seconds, args.loop_steps)
-        rows[levels]["sources"] = source_rates(
-            args.worker, levels, args.seconds, args.loop_steps, args.per_step,
-            levels in args.source_levels)
+        if args.worker in args.source_backends:
+            rows[levels]["sources"] = source_rates(
+                args.worker, levels, args.seconds, args.loop_steps, args.per_step,
+                levels in args.source_levels)
         print(f"  {args.worker} {levels}: {rows[levels]}", file=sys.stderr, flush=True)
     import keras
 
@@ -250,6 +292,8 @@ def _source_table(args, tensor, numpy_rates, levels_per_second):
         "loop, device banks | faster |", "|---|---|---|---|---|---|"]
     for levels in args.levels:
         for backend in tensor:
+            if "sources" not in tensor[backend]["rows"][str(levels)]:
+                continue
             row = tensor[backend]["rows"][str(levels)]["sources"]
             cells = [f"{levels:,}", backend,
                      f"{row['generate']:,.0f} ({row['generate'] / levels_per_second:.2g}x)"]
@@ -272,13 +316,21 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["jax", "tensorflow"])
     parser.add_argument("--source-levels", type=int, nargs="+", default=[1, 256, 4096],
                         help="the N at which the loop is timed with each level source")
+    parser.add_argument("--source-backends", nargs="+", default=["jax"],
+                        help="the backends whose level sources are timed (XLA compiles the "
+                        "TensorFlow generator slowly)")
     parser.add_argument("--per-step", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--train-updates", type=int, default=300,
+                        help="updates of the compiled loop per level source (0: skip)")
+    parser.add_argument("--train-worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None,
                         help="also write the table to this markdown file (and .json beside it)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    if args.train_worker:
+        return train_worker(args.train_worker, args.train_updates)
     load_before = os.getloadavg()
     numpy_rates, episodes = {}, {}
     for levels in args.levels:
@@ -292,12 +344,14 @@ def main():
                    "--seconds", str(args.seconds), "--loop-steps", str(args.loop_steps),
                    "--per-step", str(max(episodes.values())),
                    "--source-levels", *map(str, args.source_levels),
+                   "--source-backends", *args.source_backends,
                    "--levels", *map(str, args.levels)]
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if done.returncode:
             raise RuntimeError(f"the {backend} worker failed:\n{done.stderr[-3000:]}")
         tensor[backend] = json.loads(done.stdout.strip().splitlines()[-1])
         print(done.stderr.strip().splitlines()[-1], flush=True)
+    train = _train_rows(args) if args.train_updates else {}
     load_after = os.getloadavg()
 
     lines = [
@@ -335,6 +389,11 @@ def main():
               f"({best_rate:,.0f} level-steps/s) consumes about "
               f"{best_rate * per_step:,.0f} levels/s."]
     lines += ["", *_source_table(args, tensor, numpy_rates, levels_per_second)]
+    if train:
+        lines += ["", f"Compiled loop (`train_boxworld --trainer=compiled`, JAX, demo settings, "
+                  f"{args.train_updates} updates): " + "; ".join(
+                      f"{source} levels {fps:,.0f} frames/s" for source, fps in train.items())
+                  + "."]
     text = "\n".join(lines)
     print()
     print(text)
@@ -343,7 +402,7 @@ def main():
         results_io.write_json(os.path.splitext(args.output)[0] + ".json", {
             "args": vars(args), "load_average": [load_before[0], load_after[0]],
             "numpy": numpy_rates, "episodes_per_level_step": episodes,
-            "levels_per_second": levels_per_second, "tensor": tensor})
+            "levels_per_second": levels_per_second, "tensor": tensor, "train": train})
 
 
 if __name__ == "__main__":
