@@ -43,6 +43,8 @@ them). The cursor wraps around: within one call, every level is fresh as long as
 starts at most M episodes (M >= num_envs * ceil(steps_per_call / 2) is always enough: a slot
 starts at most one episode every two steps, one action and the restart); with a new bank per
 call, every episode gets a fresh level. A bank's arrays may be NumPy arrays or backend tensors.
+With `level_source="device"` the compiled call can draw its bank itself instead:
+`bank, _, seed = env.sample_levels(seed, M)` inside the function, the seed state carried along.
 
 Bad input raises a `ValueError` naming the argument when the function is traced: actions of a
 non-integer dtype or of the wrong shape (the batch of `state`), a bank of other shapes. Action
