@@ -221,17 +221,17 @@ def _off_by_one(sampler):
 
 
 def _branch_start(sampler):
+    # Forward branches never start at the last path key (as `1 + randint(L - 1)` would do).
     original = sampler._problem
+    length, top = sampler.config.distractor_length, 1 + sampler._max_length
+    first = np.zeros(sampler.num_slots, bool)
+    first[top::length] = True  # the slot of each branch's first box
 
     def problem(draws):
         L, D, locks, contents, branch = original(draws)
-        start = 1 + sampler.config.distractor_length * 0  # slot of each branch's first box
-        first = 1 + sampler._max_length + np.arange(sampler._max_branches)
-        locks = keras.ops.where(
-            (np.arange(sampler.num_slots) == first[:, None]).any(axis=0)[None, :]
-            & (locks == keras.ops.expand_dims(L, 1)), locks - start, locks)
-        locks = keras.ops.maximum(locks, 1)
-        return L, D, locks, contents, branch
+        last = first[None, :] & (locks == keras.ops.expand_dims(L, 1))
+        return L, D, keras.ops.maximum(keras.ops.where(last, locks - 1, locks), 1), contents, \
+            branch
 
     sampler._problem = problem
 
