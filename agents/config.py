@@ -35,6 +35,8 @@ ALGORITHMS = ("vtrace", "ppo")
 TRAINERS = ("tf_agents", "compiled")
 OPTIMIZERS = ("rmsprop", "adam")
 ENV_BACKENDS = ("numpy", "tensor")
+# Where the compiled loop's levels come from (TensorBoxWorld's `level_source`).
+LEVEL_SOURCES = ("numpy", "device")
 # env_name -> the environment's config dataclass.
 ENVIRONMENT_CONFIGS = {"original": environments.BoxWorldConfig,
                        "bridge": environments.BridgeConfig}
@@ -133,6 +135,10 @@ class TrainConfig:
     env_backend: str = _field("numpy", "Collect environments: 'numpy' (BatchedBoxWorld, "
                               "stepped on the host) or 'tensor' (TensorBoxWorld inside the "
                               "TensorFlow graph, XLA-compiled; in-process actor only).")
+    level_source: str = _field("numpy", "Where the compiled loop's level banks come from: "
+                               "'numpy' (the NumPy generator, a host thread) or 'device' (the "
+                               "same distribution in keras.ops, compiled; trainer='compiled' "
+                               "only).")
     # Zambaldi et al. 2019, App. B (tuned in [1e-5, 2e-4]); Clift et al. 2020, Table 1: 2e-4.
     learning_rate: float = _field(2e-4, "Learning rate.")
     discount: float = _field(0.99, "Discount gamma.")  # Zambaldi et al. 2019, App. B
@@ -211,6 +217,11 @@ class TrainConfig:
                                  f"(algorithm='vtrace', num_ray_actors=0, ray_address=None, "
                                  f"jit_compile=True), received {unsupported}.")
         validation.check_choice("TrainConfig", "env_backend", self.env_backend, ENV_BACKENDS)
+        validation.check_choice("TrainConfig", "level_source", self.level_source, LEVEL_SOURCES)
+        if self.level_source != "numpy" and self.trainer != "compiled":
+            raise ValueError(f"`level_source` must be 'numpy' with trainer={self.trainer!r} (the "
+                             f"on-device generator feeds the compiled loop), received "
+                             f"{self.level_source!r}.")
         if self.num_ray_actors and self.env_backend != "numpy":
             raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="
                              f"{self.num_ray_actors}), received {self.env_backend!r}.")

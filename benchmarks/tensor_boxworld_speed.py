@@ -13,6 +13,22 @@ levels N, in one run on the same machine:
   observation is reduced into a checksum so that the compiler cannot drop it), what a compiled
   actor-learner loop does ("K steps per call").
 
+Level sources (issue 24: where fresh levels come from, `TensorBoxWorld(level_source=...)`), for
+each N and backend:
+
+* the on-device generator's levels per second (`sample_levels` compiled, banks of
+  max(N, 256) levels), against the NumPy generator's (one host thread);
+* level-steps per second *including the levels the episodes consume* (random actions, so nearly
+  every episode runs to the 120-step truncation): every compiled call of K steps plays a fresh
+  bank of R levels, R = 1.5 x the levels K steps of N slots start (measured on
+  `BatchedBoxWorld`); "numpy": the banks come from `bank_stream` (the NumPy generator in a host
+  thread, drawing ahead while the device steps); "device": the compiled call draws its bank
+  itself (`sample_levels` inside the same compiled function).
+
+And the compiled actor-learner loop (`train_boxworld --trainer=compiled`, JAX) at the demo's
+settings (`benchmarks/demo_flags.txt`) for `--train-updates` updates with each `--level_source`:
+trained frames per second between the first and the last progress line (compilation excluded).
+
 The tensor environment's work per step does not depend on the levels or on how many episodes end
 (every rule is computed for every slot), so its levels come from one bank of at most 4,096
 levels (reused modulo the bank's size when N is larger). Each point runs for about `--seconds`
@@ -21,7 +37,7 @@ process per backend (KERAS_BACKEND is fixed at import). The load average before 
 printed: the machine may be shared.
 
     python benchmarks/tensor_boxworld_speed.py [--levels 1 256 4096 65536] [--seconds 8] \\
-        [--output benchmarks/results/tensor_boxworld_speed_cpu.md]
+        [--source-levels 1 256 4096] [--output benchmarks/results/tensor_boxworld_speed_cpu.md]
 """
 
 import argparse
@@ -134,6 +150,110 @@ def tensor_rates(backend, levels, seconds, loop_steps, seed=0):
     return result
 
 
+def source_rates(backend, levels, seconds, loop_steps, per_step, with_sources, seed=0):
+    """{"generate": levels/s of the device generator, "numpy"/"device": level-steps/s of the
+    K-step loop fed fresh banks by each source (when `with_sources`)}."""
+    import math
+
+    from keras import ops
+
+    from keras_relational.environments import TensorBoxWorld
+    from keras_relational.environments.tensor_levels import seed_state
+
+    device_env = TensorBoxWorld(level_source="device")
+    size = max(levels, 256)
+    sample = _compile(backend, lambda s: device_env.sample_levels(s, size))
+    bank, _, state_seed = sample(seed_state(seed))
+    ops.convert_to_numpy(bank["agent"])
+    box = {"seed": state_seed}
+
+    def one_bank():
+        bank, _, box["seed"] = sample(box["seed"])
+        ops.convert_to_numpy(bank["agent"])
+
+    result = {"generate": _timed_rate(one_bank, size, seconds)}
+    if not with_sources:
+        return result
+    per_call = max(1, math.ceil(1.5 * per_step * levels * loop_steps))
+    result["bank_levels"] = per_call
+    rng = np.random.RandomState(seed)
+    actions = ops.convert_to_tensor(rng.randint(4, size=(loop_steps, levels)).astype(np.int32))
+
+    def steps(state, bank):
+        def body(i, carry):
+            state, checksum = carry
+            state, timestep = device_env.step(state, ops.take(actions, i, axis=0), bank)
+            return state, checksum + ops.sum(ops.cast(timestep.observation, "int32"))
+
+        return ops.fori_loop(0, loop_steps, body, (state, ops.convert_to_tensor(0, "int32")))
+
+    def device_call(state, seed):
+        bank, _, seed = device_env.sample_levels(seed, per_call)
+        state = dict(state, cursor=ops.zeros_like(state["cursor"]))
+        state, checksum = steps(state, bank)
+        return state, checksum, seed
+
+    numpy_env = TensorBoxWorld()
+    stream = numpy_env.bank_stream(per_call, seed)
+    numpy_call = _compile(backend, steps)
+    device_call = _compile(backend, device_call)
+    first = {k: ops.convert_to_tensor(v) for k, v in next(stream).items()}
+    for name in ("numpy", "device"):
+        state, _ = device_env.reset(first, levels)
+        box = {"state": state, "seed": seed_state(seed + 1)}
+        if name == "numpy":
+            def one_call(box=box):
+                bank = {k: ops.convert_to_tensor(v) for k, v in next(stream).items()}
+                box["state"] = dict(box["state"], cursor=ops.zeros_like(box["state"]["cursor"]))
+                box["state"], checksum = numpy_call(box["state"], bank)
+                ops.convert_to_numpy(checksum)
+        else:
+            def one_call(box=box):
+                box["state"], checksum, box["seed"] = device_call(box["state"], box["seed"])
+                ops.convert_to_numpy(checksum)
+        one_call()  # compiles
+        result[name] = _timed_rate(one_call, levels, seconds, steps_per_call=loop_steps)
+    stream.close()
+    return result
+
+
+def train_worker(source, updates):
+    """One compiled-loop run at the demo's settings: prints a JSON line with its frames/s."""
+    import tempfile
+
+    from keras_relational.experiments import train_boxworld
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_flags.txt")) as f:
+        demo = f.read().split()
+    log_interval = max(updates // 6, 1)
+    train_boxworld.FLAGS([sys.argv[0], *demo, "--trainer=compiled", f"--level_source={source}",
+                          f"--num_iterations={updates}", f"--log_interval={log_interval}",
+                          "--eval_episodes=0", f"--checkpoint_interval={10 * updates}"])
+    config = train_boxworld.config_from_flags()
+    from keras_relational.agents.compiled import train_eval
+
+    with tempfile.TemporaryDirectory() as root:
+        history = train_eval.train_eval(root, config, print_fn=lambda line: None)["history"]
+    first, last = history[0], history[-1]
+    print(json.dumps({"source": source, "fps": (last["frames"] - first["frames"])
+                      / (last["seconds"] - first["seconds"])}))
+
+
+def _train_rows(args):
+    """{source: frames/s} of the compiled loop at the demo's settings, one process each."""
+    rows = {}
+    for source in ("numpy", "device"):
+        env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+        command = [sys.executable, os.path.abspath(__file__), "--train-worker", source,
+                   "--train-updates", str(args.train_updates)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(f"the {source} training run failed:\n{done.stderr[-3000:]}")
+        rows[source] = json.loads(done.stdout.strip().splitlines()[-1])["fps"]
+        print(f"  compiled loop, {source} levels: {rows[source]:,.0f} frames/s", flush=True)
+    return rows
+
+
 def _compile(backend, function):
     if backend == "jax":
         import jax
@@ -149,10 +269,43 @@ def worker(args):
     rows = {}
     for levels in args.levels:
         rows[levels] = tensor_rates(args.worker, levels, args.seconds, args.loop_steps)
+        if args.worker in args.source_backends:
+            rows[levels]["sources"] = source_rates(
+                args.worker, levels, args.seconds, args.loop_steps, args.per_step,
+                levels in args.source_levels)
         print(f"  {args.worker} {levels}: {rows[levels]}", file=sys.stderr, flush=True)
     import keras
 
     print(json.dumps({"backend": args.worker, "keras": keras.__version__, "rows": rows}))
+
+
+def _source_table(args, tensor, numpy_rates, levels_per_second):
+    """The level-source comparison: generator rates and the loop fed by each source."""
+    lines = [
+        f"Level sources. Generators: levels per second (NumPy generator: "
+        f"{levels_per_second:,.0f} levels/s on one host thread). Loop: level-steps per second "
+        f"of {args.loop_steps} steps per compiled call, every call playing a fresh bank (R "
+        f"levels, 1.5 x what its episodes start): 'numpy' banks drawn ahead by the NumPy "
+        f"generator in a host thread (`bank_stream`), 'device' banks drawn inside the compiled "
+        f"call (`sample_levels`).", "",
+        "| levels N | backend | device generator, levels/s (x NumPy's) | loop, numpy banks | "
+        "loop, device banks | faster |", "|---|---|---|---|---|---|"]
+    for levels in args.levels:
+        for backend in tensor:
+            if "sources" not in tensor[backend]["rows"][str(levels)]:
+                continue
+            row = tensor[backend]["rows"][str(levels)]["sources"]
+            cells = [f"{levels:,}", backend,
+                     f"{row['generate']:,.0f} ({row['generate'] / levels_per_second:.2g}x)"]
+            if "numpy" in row:
+                fast, slow = sorted((row["device"], row["numpy"]), reverse=True)
+                faster = "device" if row["device"] > row["numpy"] else "numpy"
+                cells += [f"{row['numpy']:,.0f}", f"{row['device']:,.0f}",
+                          f"{faster} ({fast / slow:.2g}x)"]
+            else:
+                cells += ["-", "-", "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def main():
@@ -161,12 +314,23 @@ def main():
     parser.add_argument("--seconds", type=float, default=8.0, help="timed seconds per point")
     parser.add_argument("--loop-steps", type=int, default=32, help="steps per compiled call")
     parser.add_argument("--backends", nargs="+", default=["jax", "tensorflow"])
+    parser.add_argument("--source-levels", type=int, nargs="+", default=[1, 256, 4096],
+                        help="the N at which the loop is timed with each level source")
+    parser.add_argument("--source-backends", nargs="+", default=["jax"],
+                        help="the backends whose level sources are timed (XLA compiles the "
+                        "TensorFlow generator slowly)")
+    parser.add_argument("--per-step", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--train-updates", type=int, default=300,
+                        help="updates of the compiled loop per level source (0: skip)")
+    parser.add_argument("--train-worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None,
                         help="also write the table to this markdown file (and .json beside it)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    if args.train_worker:
+        return train_worker(args.train_worker, args.train_updates)
     load_before = os.getloadavg()
     numpy_rates, episodes = {}, {}
     for levels in args.levels:
@@ -178,12 +342,16 @@ def main():
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
         command = [sys.executable, os.path.abspath(__file__), "--worker", backend,
                    "--seconds", str(args.seconds), "--loop-steps", str(args.loop_steps),
+                   "--per-step", str(max(episodes.values())),
+                   "--source-levels", *map(str, args.source_levels),
+                   "--source-backends", *args.source_backends,
                    "--levels", *map(str, args.levels)]
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if done.returncode:
             raise RuntimeError(f"the {backend} worker failed:\n{done.stderr[-3000:]}")
         tensor[backend] = json.loads(done.stdout.strip().splitlines()[-1])
         print(done.stderr.strip().splitlines()[-1], flush=True)
+    train = _train_rows(args) if args.train_updates else {}
     load_after = os.getloadavg()
 
     lines = [
@@ -220,6 +388,12 @@ def main():
               f"per level-step (`BatchedBoxWorld` above), so the fastest rate above "
               f"({best_rate:,.0f} level-steps/s) consumes about "
               f"{best_rate * per_step:,.0f} levels/s."]
+    lines += ["", *_source_table(args, tensor, numpy_rates, levels_per_second)]
+    if train:
+        lines += ["", f"Compiled loop (`train_boxworld --trainer=compiled`, JAX, demo settings, "
+                  f"{args.train_updates} updates): " + "; ".join(
+                      f"{source} levels {fps:,.0f} frames/s" for source, fps in train.items())
+                  + "."]
     text = "\n".join(lines)
     print()
     print(text)
@@ -228,7 +402,7 @@ def main():
         results_io.write_json(os.path.splitext(args.output)[0] + ".json", {
             "args": vars(args), "load_average": [load_before[0], load_after[0]],
             "numpy": numpy_rates, "episodes_per_level_step": episodes,
-            "levels_per_second": levels_per_second, "tensor": tensor})
+            "levels_per_second": levels_per_second, "tensor": tensor, "train": train})
 
 
 if __name__ == "__main__":

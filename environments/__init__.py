@@ -11,7 +11,9 @@ set:
 * `boxworld_solver`: the oracle (shortest winning plans), `OraclePolicy`, `BatchedOraclePolicy`.
 * `TensorBoxWorld`, `TensorBridgeBoxWorld`: the same rules in `keras.ops`, batched pure
   `reset` / `step` functions for compiled loops on any Keras backend (`tensor_base` holds the
-  contract). Loaded lazily (PEP 562): only touching these names imports Keras.
+  contract; `level_source="device"` draws their levels with the NumPy generator's distribution
+  written in `keras.ops`, `tensor_levels`). Loaded lazily (PEP 562): only touching these names
+  imports Keras.
 * `babi` (Schlag & Schmidhuber 2018: reader and generator), `relations_game` and `polyominoes`
   (Shanahan et al. 2020), `palindromes` and `rule_learning` (Mitchell & Bowers): data sets,
   imported on first use as modules (`from keras_relational.environments import babi`).

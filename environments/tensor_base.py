@@ -10,12 +10,14 @@ The contract (what a compiled loop relies on; these names stay):
 
 * `env = TensorBoxWorld(**level_kwargs)` (or `TensorBoxWorld(config=BoxWorldConfig(...))`):
   the level parameters of the NumPy environment, validated at construction.
-* `bank = env.level_bank(num_levels, seed)`: `num_levels` levels drawn with the NumPy generator
-  (the reference distribution), as a dict of NumPy arrays with a leading `[M]` axis (a pytree of
-  fixed shapes, see the variant's `bank_from_levels`). Levels come from banks, never from an
-  on-device generator: the NumPy generator is the definition of the distribution (rejection
-  sampling of item placements), and a host thread drawing the next bank while the device steps
-  keeps the loop fed (`env.bank_stream`, below).
+* `bank = env.level_bank(num_levels, seed)`: `num_levels` levels as a dict of arrays with a
+  leading `[M]` axis (a pytree of fixed shapes, see the variant's `bank_from_levels`), drawn
+  from the distribution of the NumPy generator (the reference) by the environment's
+  `level_source`: "numpy" (the default) runs the NumPy generator on the host (NumPy arrays);
+  "device" runs the same distribution written in `keras.ops` (`tensor_levels`; backend tensors),
+  also as the pure `env.sample_levels(seed_state, num_levels)`, which a compiled loop calls
+  inside its own compiled function. A host thread drawing the next NumPy bank while the device
+  steps keeps the loop fed (`env.bank_stream`, below).
 * `state, timestep = env.reset(bank, num_envs)`: `num_envs` (a Python int, static) slots play
   bank levels 0..N-1; every step type is FIRST (reward 0, discount 1).
 * `state, timestep = env.step(state, actions, bank)`: pure; `actions` int `[N]` (0 up, 1 down,
@@ -41,6 +43,8 @@ them). The cursor wraps around: within one call, every level is fresh as long as
 starts at most M episodes (M >= num_envs * ceil(steps_per_call / 2) is always enough: a slot
 starts at most one episode every two steps, one action and the restart); with a new bank per
 call, every episode gets a fresh level. A bank's arrays may be NumPy arrays or backend tensors.
+With `level_source="device"` the compiled call can draw its bank itself instead:
+`bank, _, seed = env.sample_levels(seed, M)` inside the function, the seed state carried along.
 
 Bad input raises a `ValueError` naming the argument when the function is traced: actions of a
 non-integer dtype or of the wrong shape (the batch of `state`), a bank of other shapes. Action
@@ -56,9 +60,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_relational.validation import check_int_at_least, invalid_value
+from keras_relational.validation import check_int_at_least, check_one_of, invalid_value
 
 from .base import FIRST, LAST, MID, NUM_ACTIONS, Draws, _Specs
+from .boxworld.config import MAX_LEVEL_ATTEMPTS
+from .boxworld.generator import LevelGenerationError
+
+# Where `level_bank` draws levels: the NumPy generator on the host, or `keras.ops` on the device.
+LEVEL_SOURCES = ("numpy", "device")
 
 # The entries of `state` that the base owns; a variant's `_load` returns the others.
 BASE_KEYS = ("steps", "needs_reset", "solved", "level", "cursor")
@@ -178,14 +187,23 @@ class TensorLevelEnvironment(_Specs):
     `_observe(state)`. See the module docstring for the contract.
     """
 
-    def __init__(self, config):
+    _max_attempts = MAX_LEVEL_ATTEMPTS
+
+    def __init__(self, config, level_source="numpy"):
         self._config = config
+        self._level_source = check_one_of("level_source", level_source, LEVEL_SOURCES)
+        self._sampler = self._level_sampler() if level_source == "device" else None
         self._max_steps = config.max_steps
         self._truncation_discount = float(config.time_limit_discount)
 
     @property
     def config(self):
         return self._config
+
+    @property
+    def level_source(self):
+        """Where `level_bank` draws levels: "numpy" (host) or "device" (`keras.ops`)."""
+        return self._level_source
 
     # Levels.
 
@@ -196,8 +214,47 @@ class TensorLevelEnvironment(_Specs):
         return [self._generate(draws) for _ in range(num_levels)]
 
     def level_bank(self, num_levels, seed):
-        """A bank of `num_levels` levels (dict of NumPy arrays `[M, ...]`), seeded by `seed`."""
-        return self.bank_from_levels(self.generate_levels(num_levels, seed))
+        """A bank of `num_levels` levels seeded by the int `seed`, from the `level_source`.
+
+        "numpy": a dict of NumPy arrays `[M, ...]` drawn by the NumPy generator. "device": a
+        dict of backend tensors from `sample_levels` (run eagerly; compile `sample_levels`
+        yourself to draw banks inside a compiled function). Raises `LevelGenerationError` where
+        the NumPy generator would (no level fitted, or a discarded level with `strict=True`).
+        """
+        num_levels = check_int_at_least("num_levels", num_levels, 1)
+        if self._sampler is None:
+            return self.bank_from_levels(self.generate_levels(num_levels, seed))
+        from .tensor_levels import seed_state  # tensor_levels builds on this module
+
+        bank, info, _ = self.sample_levels(seed_state(seed), num_levels)
+        self.check_sample(info)
+        return bank
+
+    def sample_levels(self, seed, num_levels):
+        """`(bank, info, seed)`: `num_levels` levels drawn in `keras.ops` (pure, compilable).
+
+        `seed` is a seed state (int `[2]`, e.g. `tensor_levels.seed_state(0)` or the state of a
+        `keras.random.SeedGenerator`); the advanced state comes back, so consecutive calls draw
+        fresh levels. `bank` is what `reset` / `step` take; `info` is the variant's level
+        metadata (see its sampler). Needs `level_source="device"`.
+        """
+        if self._sampler is None:
+            raise invalid_value("level_source", "'device' for sample_levels",
+                                self._level_source)
+        return self._sampler.sample(seed, check_int_at_least("num_levels", num_levels, 1))
+
+    def check_sample(self, info):
+        """Raises `LevelGenerationError` where `sample_levels`' `info` shows levels the NumPy
+        generator would have refused (none fitted, or one was discarded with `strict=True`)."""
+        if "attempts" not in info:
+            return
+        attempts = np.asarray(ops.convert_to_numpy(info["attempts"]))
+        limit = 1 if getattr(self._config, "strict", False) else self._max_attempts
+        if attempts.max() > limit:
+            raise LevelGenerationError(
+                f"{int((attempts > limit).sum())} of {attempts.size} levels did not fit in "
+                f"{limit} attempt(s) ({self._config}); use fewer or shorter distractor branches "
+                "or a larger room.")
 
     def bank_stream(self, num_levels, seed, prefetch=2):
         """A `BankStream`: banks of `num_levels` levels drawn ahead in a background thread."""

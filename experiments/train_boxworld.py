@@ -65,7 +65,7 @@ _LEVEL_FLAGS = {
 }
 _INT_LISTS = {"goal_length": 1, "num_distractors": 0}  # the list flags of ints, and their minimum
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
-            "trainer": config_lib.TRAINERS,
+            "trainer": config_lib.TRAINERS, "level_source": config_lib.LEVEL_SOURCES,
             "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot"),
             "branching": ("forward", "backward"), "holdout": ("colors", "pairs"),
             "split": ("train", "test"), "dtype_policy": validation.DTYPE_POLICIES}

@@ -85,8 +85,11 @@ class MixedPolicy:
         return actions
 
 
-def run_lockstep(variant, num_envs, num_steps, num_levels, seed=0, **kwargs):
+def run_lockstep(variant, num_envs, num_steps, num_levels, seed=0, levels=None, **kwargs):
     """Steps both environments `num_steps` times; returns counts of what the episodes did.
+
+    `levels`: the NumPy levels to play (default: `num_levels` from the NumPy generator), e.g.
+    levels of the on-device generator rebuilt as level objects.
 
     Returns a dict: `steps` (env-steps compared), `last` (LAST steps), `solved` (episodes that
     took the gem: reward 10), `truncated` (LAST with a nonzero discount), `first` (auto-resets).
@@ -95,7 +98,8 @@ def run_lockstep(variant, num_envs, num_steps, num_levels, seed=0, **kwargs):
 
     tensor_name, batched_cls, module_name = VARIANTS[variant]
     tensor_env = getattr(environments, tensor_name)(**kwargs)
-    levels = tensor_env.generate_levels(num_levels, seed)
+    if levels is None:
+        levels = tensor_env.generate_levels(num_levels, seed)
     bank = {k: keras.ops.convert_to_tensor(v) for k, v in
             tensor_env.bank_from_levels(levels).items()}
     with levels_from(module_name, levels):

@@ -40,10 +40,11 @@ _FORBIDDEN = {
     "core": tuple(f"{_ROOT}.{area}" for area in ("agents", "environments", "experiments")),
     "experiments": (),
 }
-# The tensor forms of the environments (`environments/**/tensor.py`, `environments/tensor_base.py`)
+# The tensor forms of the environments (`environments/**/tensor.py`, `environments/tensor_base.py`,
+# the on-device level generators `environments/**/tensor_levels.py`)
 # are written with keras.ops (any backend) and may import Keras, nothing else of the stack; they are
 # loaded lazily, so importing keras_relational.environments still loads no Keras.
-_TENSOR_MODULE = re.compile(rf"^{_ROOT}\.environments\.(\w+\.)*tensor(_base)?$")
+_TENSOR_MODULE = re.compile(rf"^{_ROOT}\.environments\.(\w+\.)*tensor(_base|_levels)?$")
 
 
 def forbidden_prefixes(module):

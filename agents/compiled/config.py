@@ -12,7 +12,7 @@ Example::
     from keras_relational.agents.compiled.config import CompiledConfig
 
     config = CompiledConfig(num_envs=64, unroll_length=5, num_iterations=100)
-    config.levels_per_bank     # levels drawn per bank from the NumPy generator
+    config.levels_per_bank     # levels drawn per bank by the level source
 """
 
 import dataclasses
@@ -27,9 +27,9 @@ class CompiledConfig(TrainConfig):
 
     trainer: str = _field("compiled", "Always 'compiled' here.")
     level_bank_size: int | None = _field(
-        None, "Levels per bank drawn by the NumPy generator (host thread, ahead of use); a bank "
-        "serves updates until its unused levels could run out in the next one. None: enough "
-        "for 8 updates.")
+        None, "Levels per bank drawn by the level source (`level_source`: the NumPy generator "
+        "in a host thread, ahead of use, or the on-device generator); a bank serves updates "
+        "until its unused levels could run out in the next one. None: enough for 8 updates.")
 
     def __post_init__(self):
         if self.trainer != "compiled":

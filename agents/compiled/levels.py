@@ -1,8 +1,10 @@
-"""Level banks for the compiled loop: drawn by the NumPy generator ahead of use, on a host thread.
+"""Level banks for the compiled loop: drawn by the NumPy generator ahead of use, on a host thread,
+or by the on-device generator (``level_source="device"``), compiled.
 
-The NumPy generator defines the level distribution (Zambaldi et al. 2019, Sec. 3.1; its rejection
-sampling stays on the host); the compiled update reads levels from a bank, a pytree of arrays
-passed as an argument. Bank ``k`` of a run is drawn with the seed ``(seed, k)``, so a run's
+The NumPy generator defines the level distribution (Zambaldi et al. 2019, Sec. 3.1); the
+environment's ``level_source`` says which generator draws the banks (the device one samples the
+same distribution in ``keras.ops``). The compiled update reads levels from a bank, a pytree of
+arrays passed as an argument. Bank ``k`` of a run is drawn with the seed ``(seed, k)``, so a run's
 levels depend on its seed only, and the position ``(bank index, levels used)`` is all a checkpoint
 needs to carry on with the same levels after a restart.
 """
@@ -11,6 +13,8 @@ import concurrent.futures
 
 import keras
 import numpy as np
+
+from keras_relational.agents.compiled import backend
 
 
 def bank_seed(seed, index):
@@ -41,12 +45,34 @@ class LevelBanks:
         self._seed = seed
         self.bank_index = bank_index
         self.levels_used = levels_used
+        self._sample = None
+        if environment.level_source == "device":  # compiled once; drawn when needed
+            self._sample = backend.compile_function(
+                lambda seed: environment.sample_levels(seed, levels_per_bank), donate_state=False)
         self._executor = concurrent.futures.ThreadPoolExecutor(1, "level_banks")
         self.bank = self._to_device(self._draw(bank_index))
-        self._next = self._executor.submit(self._draw, bank_index + 1)
+        self._next = self._submit(bank_index + 1)
+
+    def _submit(self, index):
+        if self._sample is not None:  # the device draws the bank when it is needed
+            future = concurrent.futures.Future()
+            future.set_result(index)
+            return future
+        return self._executor.submit(self._draw, index)
 
     def _draw(self, index):
-        return self._environment.level_bank(self._levels_per_bank, bank_seed(self._seed, index))
+        seed = bank_seed(self._seed, index)
+        if self._sample is None:
+            return self._environment.level_bank(self._levels_per_bank, seed)
+        from keras_relational.environments.tensor_levels import seed_state
+
+        bank, info, _ = self._sample(seed_state(seed))
+        self._environment.check_sample(info)
+        return bank
+
+    def _result(self):
+        result = self._next.result()
+        return self._draw(result) if self._sample is not None else result
 
     @staticmethod
     def _to_device(bank):
@@ -55,10 +81,10 @@ class LevelBanks:
     def for_update(self):
         """The bank the next update reads (the next bank once this one could run out)."""
         if self.levels_used + self._max_levels_per_update > self._levels_per_bank:
-            self.bank = self._to_device(self._next.result())
+            self.bank = self._to_device(self._result())
             self.bank_index += 1
             self.levels_used = 0
-            self._next = self._executor.submit(self._draw, self.bank_index + 1)
+            self._next = self._submit(self.bank_index + 1)
         return self.bank
 
     def record(self, levels_started):

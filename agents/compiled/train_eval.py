@@ -30,14 +30,15 @@ from keras_relational.agents.config import environment_config, preset_environmen
 EVAL_SEED_OFFSET = 10_000  # evaluation levels and sampling: seed + this (as train_eval's)
 
 
-def tensor_environment(environment):
-    """The tensor BoxWorld of an environment config (``BoxWorldConfig`` / ``BridgeConfig``)."""
+def tensor_environment(environment, level_source="numpy"):
+    """The tensor BoxWorld of an environment config (``BoxWorldConfig`` / ``BridgeConfig``),
+    drawing its level banks from ``level_source`` ("numpy" or "device")."""
     from keras_relational import environments
 
     tensor_class = (environments.TensorBoxWorld
                     if isinstance(environment, environments.BoxWorldConfig)
                     else environments.TensorBridgeBoxWorld)
-    return tensor_class(config=environment)
+    return tensor_class(config=environment, level_source=level_source)
 
 
 def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
@@ -72,7 +73,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     keras.utils.set_random_seed(config.seed)
     os.makedirs(root_dir, exist_ok=True)
-    environment = tensor_environment(config.environment)
+    environment = tensor_environment(config.environment, config.level_source)
     spec = environment.observation_spec()
     model = agent_model_fn(config.agent, spec.shape, environment.action_spec().num_values,
                            observation_dtype=spec.dtype, dtype_policy=config.dtype_policy,

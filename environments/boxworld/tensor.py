@@ -65,15 +65,18 @@ class TensorBoxWorld(TensorLevelEnvironment):
       config: a `BoxWorldConfig`; or leave it None and pass its fields as keyword arguments
         (`goal_length`, `num_distractors`, ..., `max_steps`, `observation_type`), the arguments of
         `BoxWorld` but `seed` (levels come from banks).
+      level_source: where `level_bank` draws levels: "numpy" (the NumPy generator on the host,
+        the default) or "device" (the same distribution in `keras.ops`: `tensor_levels`; also
+        the pure `sample_levels`). See docs/rl.md for which is faster where.
     """
 
-    def __init__(self, config=None, **kwargs):
+    def __init__(self, config=None, level_source="numpy", **kwargs):
         if config is None:
             config = BoxWorldConfig(**kwargs)
         elif kwargs or not isinstance(config, BoxWorldConfig):
             raise invalid_value("config", "a BoxWorldConfig without other keyword arguments, "
                                 "or None", type(config).__name__ if not kwargs else sorted(kwargs))
-        super().__init__(config)
+        super().__init__(config, level_source)
         self._size = config.frame_size
         self._cells = self._size * self._size
         self._lock0 = config.lock0
@@ -90,6 +93,11 @@ class TensorBoxWorld(TensorLevelEnvironment):
         if name not in PRESETS:
             raise invalid_value("name", f"one of {sorted(PRESETS)}", name)
         return cls(**{**PRESETS[name], **overrides})
+
+    def _level_sampler(self):
+        from .tensor_levels import BoxWorldLevelSampler
+
+        return BoxWorldLevelSampler(self._config)
 
     def _generate(self, draws):
         return generate_level(self._config, draws)

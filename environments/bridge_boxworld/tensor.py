@@ -70,15 +70,18 @@ class TensorBridgeBoxWorld(TensorLevelEnvironment):
       config: a `BridgeConfig`; or leave it None and pass its fields as keyword arguments
         (`solution_length`, `bridge_probability`, `puzzle_type`, ..., `observation_type`), the
         arguments of `BridgeBoxWorld` but `seed`.
+      level_source: where `level_bank` draws levels: "numpy" (the NumPy generator on the host,
+        the default) or "device" (the same distribution in `keras.ops`: `tensor_levels`; also
+        the pure `sample_levels`). See docs/rl.md for which is faster where.
     """
 
-    def __init__(self, config=None, **kwargs):
+    def __init__(self, config=None, level_source="numpy", **kwargs):
         if config is None:
             config = BridgeConfig(**kwargs)
         elif kwargs or not isinstance(config, BridgeConfig):
             raise invalid_value("config", "a BridgeConfig without other keyword arguments, "
                                 "or None", type(config).__name__ if not kwargs else sorted(kwargs))
-        super().__init__(config)
+        super().__init__(config, level_source)
         self._rows, self._cols = config.rows, config.cols
         self._cells = config.rows * config.cols
         colors = config.num_colors
@@ -90,6 +93,11 @@ class TensorBridgeBoxWorld(TensorLevelEnvironment):
             np.array([EMPTY_SLOT_RGB, PLAYER_RGB], np.uint8)])
         self._eye = np.eye(config.num_channels, dtype=np.float32)
         self._moves = np.array(MOVES, np.int32)
+
+    def _level_sampler(self):
+        from .tensor_levels import BridgeLevelSampler
+
+        return BridgeLevelSampler(self._config)
 
     def _generate(self, draws):
         return generate_level(self._config, draws)

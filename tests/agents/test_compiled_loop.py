@@ -67,6 +67,25 @@ def test_config_validation_and_trainer_flag():
         TrainConfig(trainer="anakin")
     with pytest.raises(ValueError, match="level_bank_size"):
         CompiledConfig(num_envs=4, unroll_length=4, level_bank_size=5)
+    with pytest.raises(ValueError, match="`level_source` to be one of.*level_source=.gpu."):
+        CompiledConfig(level_source="gpu")
+    with pytest.raises(ValueError, match="`level_source` must be 'numpy' with trainer='tf_agents'"):
+        TrainConfig(level_source="device")
+
+
+def test_device_level_banks_are_drawn_by_seed_and_position():
+    environment = compiled_train_eval.tensor_environment(
+        compiled_train_eval.make_config(env_kwargs=_LEVELS).environment, "device")
+    banks = levels.LevelBanks(environment, 8, 4, seed=3)
+    first = keras.ops.convert_to_numpy(banks.bank["grid"])
+    banks.record(6)
+    second = keras.ops.convert_to_numpy(banks.for_update()["grid"])  # 6 + 4 > 8: the next bank
+    assert banks.position == dict(bank_index=1, levels_used=0)
+    assert first.shape == second.shape == (8, environment.config.frame_size ** 2)
+    assert not np.array_equal(first, second)
+    # Bank k depends on (seed, k) only: what a resumed run (bank_index=1) draws first.
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(banks._draw(1)["grid"]), second)
+    banks.close()
 
 
 def test_one_update_changes_every_weight_and_is_finite():

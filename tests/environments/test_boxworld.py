@@ -6,6 +6,7 @@ import dm_env
 import numpy as np
 import pytest
 from absl.testing import absltest
+from boxworld_checks import check_level
 from dm_env import test_utils
 
 from keras_relational.environments import (
@@ -19,7 +20,7 @@ from keras_relational.environments import (
     record_episode,
     save_episode,
 )
-from keras_relational.environments.boxworld import FLOOR, GEM, GEM_CONTENT, KEY0, WALL
+from keras_relational.environments.boxworld import FLOOR, GEM, KEY0
 
 UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3
 
@@ -49,104 +50,6 @@ class BoxWorldOracleDmEnvTest(test_utils.EnvironmentTestMixin, absltest.TestCase
 
 # ---------------------------------------------------------------------------------------------
 # Generator invariants
-
-
-def _items(grid, lock0):
-    """Boxes {lock_cell: (content_code, lock_colour)} and loose keys from the grid alone."""
-    boxes, loose = {}, []
-    rows, cols = np.nonzero((grid >= GEM) & (grid < lock0))
-    for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-        if grid[r, c + 1] >= lock0:
-            boxes[(r, c + 1)] = (int(grid[r, c]), int(grid[r, c + 1]) - lock0)
-        else:
-            loose.append((r, c))
-    return boxes, loose
-
-
-def _winning_sequences(boxes, key_colour, used=()):
-    """Every sequence of box openings from `key_colour` that reaches the gem (graph property)."""
-    found = []
-    for cell, (content, lock) in boxes.items():
-        if lock != key_colour or cell in used:
-            continue
-        if content == GEM:
-            found.append(used + (cell,))
-        else:
-            found += _winning_sequences(boxes, content - KEY0, used + (cell,))
-    return found
-
-
-def check_level(config, level):
-    """Asserts every structural rule of a generated level (Zambaldi et al. 2019, App. A; [R])."""
-    grid, size, lock0 = level.grid, config.frame_size, config.lock0
-    L, D, length = level.goal_length, level.num_distractors, level.distractor_length
-    assert grid.shape == (size, size) and grid.dtype == np.uint8
-    assert not grid.flags.writeable
-    border = np.ones((size, size), bool)
-    border[1:-1, 1:-1] = False
-    assert (grid[border] == WALL).all() and (grid[~border] != WALL).all()
-    assert L in config.goal_length and D in config.num_distractors
-
-    # The grid holds exactly the items of the metadata.
-    expected = np.where(border, WALL, FLOOR).astype(np.uint8)
-    expected[level.loose_key.row, level.loose_key.col] = KEY0 + level.loose_key.color
-    for box in level.boxes:
-        expected[box.row, box.col] = GEM if box.content == GEM_CONTENT else KEY0 + box.content
-        expected[box.lock_cell] = lock0 + box.lock
-    assert np.array_equal(grid, expected)
-
-    # One loose key, one gem, L + D * length locks.
-    boxes, loose = _items(grid, lock0)
-    assert loose == [(level.loose_key.row, level.loose_key.col)]
-    assert (grid == GEM).sum() == 1
-    assert (grid >= lock0).sum() == len(boxes) == L + D * length
-
-    # Spacing: no item touches another (8-neighbourhood) except its own box partner, and no item
-    # is in the outermost room ring (the 3 x 4 footprint keeps a walkable margin).
-    item = grid >= GEM
-    padded = np.pad(item, 1).astype(np.int8)
-    neighbours = sum(padded[1 + dy:size + 1 + dy, 1 + dx:size + 1 + dx]
-                     for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
-    partner = np.zeros_like(item)
-    for r, c in boxes:
-        partner[r, c] = partner[r, c - 1] = True
-    assert np.array_equal(neighbours[item], partner[item])
-    ring = border.copy()
-    ring[2:-2, 2:-2] = False
-    assert not item[ring].any()
-
-    # The agent starts on floor inside the room.
-    assert grid[level.agent] == FLOOR and not border[level.agent]
-
-    # The solution path: a chain from the loose key, distinct colours, the gem last, unique.
-    path = level.path
-    assert len(path) == L
-    assert level.loose_key.color == path[0].lock
-    assert [b.content for b in path[:-1]] == [b.lock for b in path[1:]]
-    assert path[-1].content == GEM_CONTENT
-    path_colours = [b.lock for b in path]
-    assert len(set(path_colours)) == L
-    sequences = _winning_sequences(boxes, level.loose_key.color)
-    assert sequences == [tuple(b.lock_cell for b in path)]
-
-    # Distractor branches.
-    assert len(level.distractors) == D
-    key_colours = {b.content for b in level.boxes if b.content != GEM_CONTENT}
-    key_colours.add(level.loose_key.color)
-    for branch in level.distractors:
-        assert len(branch) == length
-        if level.branching == "forward":
-            assert branch[0].lock in path_colours
-            assert [b.content for b in branch[:-1]] == [b.lock for b in branch[1:]]
-            for b in branch:
-                assert b.content != GEM_CONTENT and b.content not in path_colours
-                assert b.content != b.lock
-        else:
-            (b,) = branch
-            assert b.content in path_colours  # a path key behind a lock ...
-            assert b.lock not in key_colours  # ... that no key opens
-    assert set(level.colors) <= set(range(config.num_colors))
-    assert len(set(level.colors)) == len(level.colors) == config.num_colors - 1
 
 
 def _levels(count, seed=0, **kwargs):

@@ -5,6 +5,7 @@ import collections
 import numpy as np
 import pytest
 from absl.testing import absltest
+from boxworld_checks import check_bridge_level as check_level
 from dm_env import test_utils
 
 from keras_relational.environments import (
@@ -48,52 +49,6 @@ def _levels(count, seed=0, **kwargs):
     config = BridgeConfig(**kwargs)
     draws = bridge_boxworld.Draws(np.random.RandomState(seed))
     return config, [bridge_boxworld.generate_level(config, draws) for _ in range(count)]
-
-
-def check_level(config, level):
-    """The layout of Clift et al. 2020 (Sec. 3; the authors' code) plus the chain structure."""
-    grid, L = level.grid, level.solution_length
-    assert grid.shape == (7, 9) and grid.dtype == np.int8 and not grid.flags.writeable
-    assert L in config.solution_length
-    (gy, gx), (gy2, gx2) = level.gem_cells
-    # The gem anchor lies in {1, 4} x {1, 3} (x, y); the cell two rows below holds no box.
-    assert gx in (1, 4) and gy in (1, 3) and (gy2, gx2) == (gy + 1, gx)
-    assert grid[gy + 2, gx] == EMPTY and grid[gy + 2, gx + 1] == EMPTY
-    # The gem: exactly two tiles, the left column of the 2 x 2 block; locks 1 (top), L+1.
-    assert (grid == GEM).sum() == 2 and grid[gy, gx] == grid[gy + 1, gx] == GEM
-    assert level.gem_lock_cells == ((gy, gx + 1), (gy + 1, gx + 1))
-    assert grid[gy, gx + 1] == 1 and grid[gy + 1, gx + 1] == L + 1
-    # Items only on anchors (key tiles in columns 1, 4, 7 and rows 1, 3, 5), plus the gem's row.
-    items = grid != EMPTY
-    anchor = np.zeros_like(items)
-    anchor[1::2, [1, 2, 4, 5, 7, 8]] = True
-    anchor[gy + 1, gx:gx + 2] = True
-    assert not (items & ~anchor).any()
-    assert grid[0, 0] == EMPTY  # the player's start
-    # Every colour 1..2L twice; the bridge's two colours three times.
-    counts = collections.Counter(grid[grid > 0].tolist())
-    assert set(counts) == set(range(1, 2 * L + 1))
-    triple = {c for c, n in counts.items() if n == 3}
-    assert all(n in (2, 3) for n in counts.values())
-    if level.bridge is None:
-        assert not triple and level.bridge_cell is None and level.puzzle_type == (L, 0, 0)
-    else:
-        b, c = level.bridge
-        assert 1 <= b <= L < c <= 2 * L and triple == {b, c}
-        assert grid[level.bridge_cell] == b and grid[level.bridge_cell[0],
-                                                     level.bridge_cell[1] - 1] == c
-        assert level.puzzle_type == (L, b, c)
-    assert level.puzzle_type_id == puzzle_types(config.solution_length).index(level.puzzle_type)
-    # The chains: loose keys L (top) and 2L (bottom); box n holds key n behind lock n+1.
-    (ty, tx, top), (by, bx, bottom) = level.loose_keys
-    assert (top, bottom) == (L, 2 * L) and grid[ty, tx] == L and grid[by, bx] == 2 * L
-    assert grid[ty, tx + 1] == EMPTY and grid[by, bx + 1] == EMPTY
-    ordinary = sorted((key, lock) for _, _, key, lock in level.boxes[:2 * L - 2])
-    assert ordinary == sorted([(n, n + 1) for n in range(1, L)] +
-                              [(n, n + 1) for n in range(L + 1, 2 * L)])
-    for y, x, key, lock in level.boxes:
-        assert grid[y, x] == key and grid[y, x + 1] == lock
-    assert sorted(level.colors) == list(range(config.num_colors))
 
 
 def test_generator_invariants_10k_levels_and_puzzle_type_labels():
