@@ -11,6 +11,7 @@ import shutil
 
 import numpy as np
 
+from keras_relational import validation
 from keras_relational.experiments import distribution_lib
 
 _PALETTE = np.array(
@@ -78,7 +79,8 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     os.makedirs(root_dir, exist_ok=True)
     model_path = os.path.join(root_dir, "model.keras")
     backup_dir = os.path.join(root_dir, "backup")
-    x_eval, y_eval = make_same_colour_dataset(num_eval, seed=seed + 1)
+    x_eval, y_eval = make_same_colour_dataset(num_eval,
+                                              seed=validation.offset_seed("seed", seed, 1))
     if os.path.exists(model_path):
         print(f"Training already finished; reloading {model_path}")
         model = keras.saving.load_model(model_path)
