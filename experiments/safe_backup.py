@@ -16,6 +16,7 @@ parts of an unfinished run are done.
 """
 
 import json
+import math
 import os
 import shutil
 import zlib
@@ -30,6 +31,10 @@ _METADATA = "training_metadata.json"
 
 class BackupError(RuntimeError):
     """Backups exist in a run's backup directory, but none of them can be restored."""
+
+
+class NonFiniteLossError(FloatingPointError):
+    """An epoch's training loss was NaN or infinite; it was not backed up."""
 
 
 def _crc32(path):
@@ -78,6 +83,15 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     def on_epoch_end(self, epoch, logs=None):
         self._logs = dict(logs or {})
+        loss = self._logs.get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            # Never back up a diverged state: the last backup stays the newest good one.
+            last = self._current_epoch or self.restored_epoch
+            kept = (f"the backup of epoch {last} in {self.backup_dir} is kept" if last
+                    else "no epoch was backed up")
+            raise NonFiniteLossError(
+                f"The training loss became {float(loss)} in epoch {epoch + 1}; training stopped "
+                f"without backing it up ({kept}). Lower the learning rate or check the data.")
         super().on_epoch_end(epoch, logs)
 
     def restore(self, model):

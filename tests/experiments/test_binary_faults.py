@@ -171,3 +171,28 @@ def test_rule_learning_resumes_at_the_first_unfinished_run(tmp_path):
     assert os.stat(first).st_mtime_ns == stamp
     assert again["conv"]["runs"][1]["test_accuracy"] == summary["conv"]["runs"][1][
         "test_accuracy"]  # seeded: the same run again
+
+
+def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_backup(tmp_path):
+    import keras
+    import numpy as np
+
+    backup = str(tmp_path / "backup")
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+
+    def diverge(epoch, logs):
+        if epoch == 1:  # as a too-high learning rate would
+            model.set_weights([np.full_like(w, np.nan) for w in model.get_weights()])
+
+    with pytest.raises(safe_backup.NonFiniteLossError,
+                       match=r"loss became nan in epoch 2.*backup of epoch 1 in .*backup is kept"):
+        model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=3, verbose=0, callbacks=[
+            keras.callbacks.LambdaCallback(on_epoch_begin=diverge),
+            safe_backup.SafeBackupAndRestore(backup, delete_checkpoint=False)])
+    with open(os.path.join(backup, "training_metadata.json")) as f:
+        assert json.load(f)["epoch"] == 1
+    restored = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    restored.compile(optimizer="sgd", loss="mse")
+    assert safe_backup.SafeBackupAndRestore(backup).restore(restored) == 1
+    assert all(np.isfinite(w).all() for w in restored.get_weights())
