@@ -10,11 +10,13 @@ of the actors in :mod:`keras_relational.agents.acting`; the network is e.g.
 from tf_agents.environments import batched_py_environment
 from tf_agents.environments.dm_control_wrapper import DmControlWrapper
 
+from keras_relational import validation
 from keras_relational.environments import atari
 
 
 def make_atari_environment(game="pong", num_envs=2, seed=0, **env_kwargs):
     """``num_envs`` copies of ``atari.AtariEnvironment(game, ...)`` with seeds ``seed + i``."""
-    envs = [DmControlWrapper(atari.AtariEnvironment(game, seed=seed + i, **env_kwargs))
+    envs = [DmControlWrapper(atari.AtariEnvironment(
+        game, seed=validation.offset_seed("seed", seed, i), **env_kwargs))
             for i in range(num_envs)]
     return batched_py_environment.BatchedPyEnvironment(envs, multithreading=False)

@@ -21,7 +21,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
-from keras_relational import json_files
+from keras_relational import json_files, validation
 from keras_relational.agents import (
     acting,
     checkpoints,
@@ -156,7 +156,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     def run_eval(name="eval", environment=config.evaluation_environment):
         episodes = evaluation.evaluate(tf_agent.collect_policy, environment,
-                                       config.eval_episodes, config.seed + 10_000,
+                                       config.eval_episodes,
+                                       validation.offset_seed("seed", config.seed, 10_000),
                                        num_envs=config.eval_num_envs)
         return report(int(train_step.numpy()), name, episodes)
 

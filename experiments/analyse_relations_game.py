@@ -28,6 +28,7 @@ import keras
 import numpy as np
 from absl import app, flags
 
+from keras_relational import validation
 from keras_relational.analysis import predinet_ablation, predinet_pca
 from keras_relational.environments import relations_game
 from keras_relational.experiments import console
@@ -70,7 +71,7 @@ def main(argv):
               "labels": data["labels"]}
     if FLAGS.project_set and not FLAGS.data_file:
         held_out = relations_game.generate(FLAGS.task, FLAGS.project_set, FLAGS.num_examples,
-                                           seed=FLAGS.seed + 1)
+                                           seed=validation.offset_seed("seed", FLAGS.seed, 1))
         projected = predinet_pca.project_heads(
             pca, predinet_pca.head_outputs(model, held_out["images"]))
         predinet_pca.plot_head_pca(projected, held_out["labels"], heads=shown, path=os.path.join(

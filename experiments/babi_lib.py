@@ -6,7 +6,10 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
 
 * ``train/``: TensorBoard summaries (``keras.callbacks.TensorBoard``);
 * ``checkpoints/best.weights.h5``: the weights of the best validation accuracy (early stopping);
-* ``backup/``: ``keras.callbacks.BackupAndRestore`` state, so an interrupted run resumes;
+* ``backup/``: the state of an unfinished run (``safe_backup``: the last epoch, the best
+  validation accuracy so far, and whether training has finished), so an interrupted run
+  resumes where it stopped: in an epoch, after its last finished epoch; after training, at the
+  evaluation and export; removed once the run has finished;
 * ``data/``: the generated ``qa{N}_{split}.txt`` files (when no ``data_dir`` is given);
 * ``vocabulary.json``, ``results.json`` and ``results.md`` (the per-task test error table);
 * ``saved_model/``: ``model.export`` of the best model (inputs ``story [B,S,W]``,
@@ -21,10 +24,9 @@ import time
 import keras
 import numpy as np
 
-from keras_relational import json_files, validation
+from keras_relational import faults, json_files, validation
 from keras_relational.environments import babi
-from keras_relational.experiments import babi_serving, distribution_lib
-from keras_relational.experiments.safe_backup import SafeBackupAndRestore
+from keras_relational.experiments import babi_serving, distribution_lib, safe_backup
 from keras_relational.models import precision
 from keras_relational.models.tpr_rnn import tpr_rnn
 
@@ -276,24 +278,26 @@ def train_eval(
     if os.path.exists(best_path) and not os.path.exists(backup_dir):
         print(f"warm-starting from {best_path}")
         model.load_weights(best_path)
-    callbacks = [
-        SafeBackupAndRestore(backup_dir),
-        _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
-                              decay_threshold),
-        keras.callbacks.TerminateOnNaN(),
-        keras.callbacks.ModelCheckpoint(best_path, monitor="val_accuracy", save_best_only=True,
-                                        save_weights_only=True),
-        keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience),
-        _StopAtAccuracy(target_val_accuracy),
-        _TimeLimit(max_minutes),
-        keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
-    ]
-    start = time.time()
-    history = model.fit(_inputs(train), train["answer"], batch_size=batch_size, epochs=epochs,
-                        validation_data=(_inputs(valid), valid["answer"]), shuffle=True,
-                        callbacks=callbacks, verbose=verbose)
-    train_seconds = time.time() - start
-    steps = int(model.optimizer.iterations.numpy())
+    state = safe_backup.RunState(backup_dir, dict(
+        tasks=tasks, data_dir=data_dir, num_train=num_train, num_valid=num_valid,
+        num_test=num_test, story_options=story_options, entity_dim=entity_dim,
+        relation_dim=relation_dim, hidden_dim=hidden_dim, use_move=use_move,
+        use_backlink=use_backlink, mask_pad_words=mask_pad_words, implementation=implementation,
+        systematic=systematic, batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
+        seed=seed, dtype_policy=dtype_policy))
+    training = state.get("training")
+    if training is None:
+        training = _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, [
+            _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
+                                  decay_threshold),
+            keras.callbacks.TerminateOnNaN(),
+            keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience),
+            _StopAtAccuracy(target_val_accuracy),
+            _TimeLimit(max_minutes),
+            keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
+        ])
+    else:
+        print(f"training finished before an interruption ({state.path}); evaluating")
     if os.path.exists(best_path):
         model.load_weights(best_path)
 
@@ -305,10 +309,7 @@ def train_eval(
         test_error[task] = 100.0 * (1.0 - accuracy)
     results = {
         "test_error": test_error,
-        "train_seconds": train_seconds,
-        "epochs": len(history.history.get("loss", [])),
-        "best_val_accuracy": max(history.history.get("val_accuracy", [float("nan")])),
-        "steps": steps,
+        **training,
         "use_move": use_move,
         "use_backlink": use_backlink,
 
@@ -324,11 +325,39 @@ def train_eval(
                           indent=2)
     babi.write_text_atomically(os.path.join(root_dir, "results.md"), table + "\n")
     if export:
+        faults.point("export")  # the fault tests kill here
         babi_serving.export_saved_model(model, vocabulary_info,
                                         os.path.join(root_dir, "saved_model"))
+    state.clear()  # the run has finished
     results["model"] = model
     results["vocabulary"] = vocabulary
     return results
+
+
+def _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, callbacks):
+    """``model.fit`` resuming from ``state``'s backup; returns (and records) its summary."""
+    backup = safe_backup.SafeBackupAndRestore(state.backup_dir, delete_checkpoint=False)
+    best = keras.callbacks.ModelCheckpoint(best_path, monitor="val_accuracy",
+                                           save_best_only=True, save_weights_only=True)
+    if state.get("best_val_accuracy") is not None:  # a resumed run keeps its best checkpoint
+        best.best = state.get("best_val_accuracy")
+
+    def record_best(epoch, logs):
+        state.set("best_val_accuracy", best.best)
+
+    start = time.time()
+    history = model.fit(
+        _inputs(train), train["answer"], batch_size=batch_size, epochs=epochs,
+        validation_data=(_inputs(valid), valid["answer"]), shuffle=True, verbose=verbose,
+        callbacks=[backup, *callbacks, best,
+                   keras.callbacks.LambdaCallback(on_epoch_end=record_best)])
+    # `history` holds this process's epochs: a resumed run counts the earlier ones too.
+    epochs_run = history.epoch[-1] + 1 if history.epoch else (backup.restored_epoch or 0)
+    training = {"train_seconds": time.time() - start, "epochs": epochs_run,
+                "best_val_accuracy": best.best if math.isfinite(best.best) else math.nan,
+                "steps": int(model.optimizer.iterations.numpy())}
+    state.set("training", training)
+    return training
 
 
 def systematic_accuracy(model, vocabulary, dims, split):

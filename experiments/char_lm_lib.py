@@ -8,19 +8,22 @@ the package's bAbI generator (``keras_relational.environments.babi``), one state
 question a line, with each question's answer after it (``Where is Mary? bathroom``), stories
 separated by blank lines. The answers are the characters a model can only predict by relating
 earlier statements to the question.
+
+Re-running resumes: ``root_dir/backup`` keeps each finished attention's result and the
+unfinished one's last epoch (``safe_backup``).
 """
 
-import json
 import math
 import os
-import tempfile
+import shutil
 import time
 
 import keras
 import numpy as np
 
-from keras_relational import validation
+from keras_relational import json_files, validation
 from keras_relational.environments import babi
+from keras_relational.experiments import safe_backup
 from keras_relational.models import char_lm, precision
 
 DEFAULT_TASKS = (1, 2)  # Weston et al. 2015: single and two supporting facts
@@ -67,9 +70,10 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
     The training text is ``train_questions`` questions per task of stories generated with
     ``seed``, the validation text ``valid_questions`` per task with ``seed + 1``; both models
     see the same batches in the same order (Adam, ``learning_rate``, ``epochs`` passes).
-    Writes ``root_dir/results.json`` and ``root_dir/results.md``. The models are built under
-    the Keras ``dtype_policy`` (``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"``,
-    the last with loss scaling by ``compile``), recorded in the results.
+    Writes ``root_dir/results.json`` and ``root_dir/results.md``; an interrupted call resumes
+    with the same arguments (``seconds`` then counts the last process only). The models are
+    built under the Keras ``dtype_policy`` (``"float32"``, ``"mixed_bfloat16"`` or
+    ``"mixed_float16"``, the last with loss scaling by ``compile``), recorded in the results.
 
     Returns:
         dict: per attention ``parameters``, ``train_bpc`` (last epoch), ``valid_bpc`` and
@@ -82,7 +86,7 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
     validation.check_positive_int(owner, "batch_size", batch_size)
     validation.check_dtype_policy(owner, dtype_policy)
     train_text = babi_corpus(tasks, train_questions, seed)
-    valid_text = babi_corpus(tasks, valid_questions, seed + 1)
+    valid_text = babi_corpus(tasks, valid_questions, validation.offset_seed("seed", seed, 1))
     characters = "".join(sorted(set(train_text) | set(valid_text)))
     train = sequences(encode(train_text, characters), sequence_length)
     valid = sequences(encode(valid_text, characters), sequence_length)
@@ -90,7 +94,17 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
                         "valid_characters": int(valid[0].size),
                         "vocabulary_size": len(characters)}, "dtype_policy": dtype_policy}
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    backup_dir = os.path.join(root_dir, "backup")
+    state = safe_backup.RunState(backup_dir, dict(
+        tasks=tasks, train_questions=train_questions, valid_questions=valid_questions,
+        sequence_length=sequence_length, width=width, num_layers=num_layers,
+        num_heads=num_heads, key_dim=key_dim, num_key_value_heads=num_key_value_heads,
+        window=window, query_chunk_size=query_chunk_size, epochs=epochs, batch_size=batch_size,
+        learning_rate=learning_rate, seed=seed, dtype_policy=dtype_policy))
     for attention in attentions:
+        if state.get(attention) is not None:  # finished before an interruption
+            results[attention] = state.get(attention)
+            continue
         keras.utils.set_random_seed(seed)
         with precision.dtype_policy_scope(dtype_policy):
             model = char_lm.char_lm(len(characters), sequence_length, attention=attention,
@@ -100,18 +114,26 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
         model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss,
                       jit_compile=jit_compile)
         start = time.time()
+        backup = safe_backup.SafeBackupAndRestore(os.path.join(backup_dir, attention),
+                                                  delete_checkpoint=False)
         history = model.fit(*train, batch_size=batch_size, epochs=epochs, shuffle=True,
-                            verbose=verbose)
+                            verbose=verbose, callbacks=[backup])
+        # A run resumed after its last epoch trains none: that epoch's loss is in the backup.
+        train_loss = (history.history["loss"][-1] if history.history.get("loss")
+                      else backup.restored_logs.get("loss", math.nan))
         valid_loss = model.evaluate(*valid, batch_size=batch_size, verbose=0)
         results[attention] = {
             "parameters": int(model.count_params()),
-            "train_bpc": float(history.history["loss"][-1]) / math.log(2),
+            "train_bpc": float(train_loss) / math.log(2),
             "valid_bpc": float(valid_loss) / math.log(2),
             "seconds": time.time() - start,
         }
+        state.set(attention, results[attention])
+        shutil.rmtree(backup.backup_dir)
     os.makedirs(root_dir, exist_ok=True)
-    _write(os.path.join(root_dir, "results.json"), json.dumps(results, indent=1) + "\n")
-    _write(os.path.join(root_dir, "results.md"), results_table(results))
+    json_files.write_json(os.path.join(root_dir, "results.json"), results)  # NaN as null
+    json_files.write_text(os.path.join(root_dir, "results.md"), results_table(results))
+    state.clear()
     return results
 
 
@@ -126,10 +148,3 @@ def results_table(results):
                         f"{r['valid_bpc']:.3f} | {r['seconds']:.0f} |")
     return "\n".join(rows) + "\n"
 
-
-def _write(path, text):
-    """Writes ``text`` atomically (a temporary file, then ``os.replace``)."""
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    with os.fdopen(handle, "w") as f:
-        f.write(text)
-    os.replace(temporary, path)

@@ -7,6 +7,7 @@ correct, Table II's measure) and the token accuracy (the authors' logged metric)
 
 import numpy as np
 
+from keras_relational import validation
 from keras_relational.environments import palindromes
 
 CONDITIONS = ("standard", "nesting")
@@ -86,8 +87,8 @@ def palindrome_data(condition="standard", n_per_length=20000, long_n_per_length=
     if condition not in CONDITIONS:
         raise ValueError(f"condition must be one of {CONDITIONS}, received {condition!r}.")
     data = palindromes.palindrome_dataset(n_per_length=n_per_length, seed=data_seed)
-    long = palindromes.long_palindrome_dataset(n_per_length=long_n_per_length,
-                                               seed=data_seed + 1)
+    long = palindromes.long_palindrome_dataset(
+        n_per_length=long_n_per_length, seed=validation.offset_seed("data_seed", data_seed, 1))
     splits = {"in_domain_test": data["test"], "long_test": long["test"]}
     if condition == "nesting":
         nested = palindromes.nesting_split(data)

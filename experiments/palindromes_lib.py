@@ -5,16 +5,24 @@ half of each string (with the paper's restart rule and optional early stopping) 
 the test splits (``palindromes_eval_lib``); ``train_seeds`` runs several models, conditions and
 seeds and writes their medians and Mann-Whitney p-values (``python -m
 keras_relational.experiments.train_palindromes``).
+
+Re-running resumes: a run whose ``results.json`` was written with the same settings is not
+trained again, and an unfinished run of the paper's protocol (no early stopping, no
+straight-through epochs) resumes after its last finished epoch from ``root_dir/backup``
+(``safe_backup``: one directory per attempt of the restart rule, and the restart-check
+accuracies of the attempts so far); the other runs start again.
 """
 
 import os
+import shutil
 import time
+import zlib
 
 import keras
 from absl import logging
 
 from keras_relational import validation
-from keras_relational.experiments import distribution_lib, symmetry_lib
+from keras_relational.experiments import distribution_lib, safe_backup, symmetry_lib
 from keras_relational.experiments import palindromes_eval_lib as eval_lib
 from keras_relational.models import precision, symmetry
 
@@ -98,7 +106,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     Returns:
         dict with ``in_domain`` / ``long`` (/ ``nesting``) evaluations (``string_accuracy``,
         ``token_accuracy``, ``by_length`` for long), ``restarts``, ``dev_accuracy_at_restart_epoch``
-        per attempt and ``seconds``.
+        per attempt, ``seconds`` (of the last process that trained) and the ``settings`` it was
+        trained with.
     """
     if isinstance(min_epochs, bool) or not isinstance(min_epochs, int) or min_epochs < 1:
         raise ValueError(f"min_epochs must be a positive int, received min_epochs={min_epochs!r}.")
@@ -130,6 +139,24 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
     start = time.time()
     if data is None:
         data = eval_lib.palindrome_data(condition, n_per_length, long_n_per_length, data_seed)
+    settings = dict(
+        model=model, condition=condition, seed=seed, epochs=epochs, batch_size=batch_size,
+        learning_rate=learning_rate, write_mode=write_mode, shift_entropy_cost=shift_entropy_cost,
+        restart_threshold=restart_threshold, restart_epoch=restart_epoch,
+        max_restarts=max_restarts, restart_baseline=restart_baseline,
+        early_stopping=early_stopping, patience=patience, stop_score=stop_score,
+        select_on_long_dev=select_on_long_dev, min_epochs=min_epochs,
+        restart_below_stop_score=restart_below_stop_score,
+        straight_through_from_epoch=straight_through_from_epoch,
+        straight_through_learning_rate=straight_through_learning_rate, export=export,
+        dtype_policy=dtype_policy, data_crc32=_data_crc32(data))
+    results_path = os.path.join(root_dir, "results.json")
+    backup_dir = os.path.join(root_dir, "backup")
+    finished = safe_backup.read_finished(results_path, settings)
+    if finished is not None:
+        shutil.rmtree(backup_dir, ignore_errors=True)  # left if killed just after results.json
+        logging.info("%s finished earlier with these settings: not trained again.", root_dir)
+        return finished
     length = int(max(data["train"]["lengths"].max(), data["dev"]["lengths"].max()))
     train = eval_lib.pad_rows(eval_lib.trim(data["train"], length), batch_size)
     dev = eval_lib.pad_rows(eval_lib.trim(data["dev"], length), batch_size)
@@ -139,7 +166,17 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
             straight_through_from_epoch < restart_epoch):
         raise ValueError(f"straight_through_from_epoch ({straight_through_from_epoch}) must be at "
                          f"least the restart-check epoch (restart_epoch={restart_epoch}).")
-    attempt, attempts = 0, []
+    # Epoch backups for the paper's protocol; the other runs keep their best epochs or phase
+    # switches in memory only, and start again.
+    state = (safe_backup.RunState(backup_dir, settings)
+             if not early_stopping and straight_through_from_epoch is None else None)
+    recorded = state.get("dev_accuracy_at_restart_epoch", []) if state else []
+
+    def passed(accuracy, attempt):
+        return not use_rule or accuracy > restart_threshold or attempt >= max_restarts
+
+    attempt = len(recorded) - (1 if recorded and passed(recorded[-1], len(recorded) - 1) else 0)
+    attempts = list(recorded[:attempt])
 
     def compiled_model(straight_through=False):
         """A freshly initialised, compiled model (the cached one, re-initialised, if any)."""
@@ -163,9 +200,12 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         """Fresh attempts until one passes the restart rule (or restarts run out)."""
         nonlocal attempt
         while True:
-            keras.utils.set_random_seed(seed + 1000 * attempt)
+            keras.utils.set_random_seed(validation.offset_seed("seed", seed, 1000 * attempt))
             net = compiled_model()
-            callbacks = []
+            backup = state and safe_backup.SafeBackupAndRestore(
+                os.path.join(backup_dir, f"attempt_{attempt}"), delete_checkpoint=False)
+            done = (backup.restore(net) or 0) if backup else 0
+            callbacks = [backup] if backup else []
             if tensorboard:
                 callbacks.append(keras.callbacks.TensorBoard(
                     os.path.join(root_dir, "tensorboard", f"attempt_{attempt}"),
@@ -176,12 +216,23 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
             fit_kwargs = dict(batch_size=batch_size, shuffle=True, callbacks=callbacks,
                               verbose=verbose,
                               validation_data=(dev["inputs"], dev["targets"], dev["mask"]))
-            history = net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
-                              epochs=first, **fit_kwargs)
-            dev_accuracy = float(history.history["val_accuracy"][-1])
+            if done < first:
+                history = net.fit(train["inputs"], train["targets"], sample_weight=train["mask"],
+                                  epochs=first, initial_epoch=done, **fit_kwargs)
+                dev_accuracy = float(history.history["val_accuracy"][-1])
+            elif attempt < len(recorded):  # resumed after the check
+                dev_accuracy = recorded[attempt]
+            else:  # killed between the check's backup and its record
+                dev_accuracy = float(net.evaluate(dev["inputs"], dev["targets"],
+                                                  sample_weight=dev["mask"], verbose=0,
+                                                  return_dict=True)["accuracy"])
             attempts.append(dev_accuracy)
-            if not use_rule or dev_accuracy > restart_threshold or attempt >= max_restarts:
+            if state:
+                state.set("dev_accuracy_at_restart_epoch", attempts)
+            if passed(dev_accuracy, attempt):
                 return net, first, fit_kwargs
+            if backup:
+                shutil.rmtree(backup.backup_dir)  # this attempt is over
             attempt += 1
 
     best_missed = None  # (score, weights, selection) of the best attempt below stop_score
@@ -234,14 +285,27 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
         "in_domain": eval_lib.evaluate_split(net, data["in_domain_test"]),
         "long": eval_lib.evaluate_split(net, data["long_test"], by_length=True),
         "train_size": int(len(data["train"]["inputs"])), "dtype_policy": dtype_policy,
-        **selection,
+        **selection, "settings": settings,
     }
     if "nesting_test" in data:
         results["nesting"] = eval_lib.evaluate_split(net, data["nesting_test"])
     results["seconds"] = time.time() - start
     symmetry_lib.export_model(net, root_dir, export)
-    symmetry_lib.write_json(os.path.join(root_dir, "results.json"), results)
+    symmetry_lib.write_json(results_path, results)  # marks the run finished
+    if state:
+        state.clear()
     return results
+
+
+def _data_crc32(data):
+    """A checksum of the splits' arrays: a finished run is re-used only on the same data."""
+    crc = 0
+    for split in sorted(data):
+        for key in sorted(data[split]):
+            value = data[split][key]
+            if hasattr(value, "tobytes"):
+                crc = zlib.crc32(value.tobytes(), zlib.crc32(f"{split}/{key}".encode(), crc))
+    return crc
 
 
 def _reinitialize(net, fresh):

@@ -31,7 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_relational import json_files, validation
+from keras_relational import faults, json_files, validation
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib
 from keras_relational.experiments.safe_backup import SafeBackupAndRestore
@@ -208,6 +208,7 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     results["stopped_by_time_limit"] = monitor.stopped_by_time_limit
 
     results["dtype_policy"] = dtype_policy
+    faults.point("export")  # the fault tests kill here: results.json is not written yet
     model.save_weights(final_weights)
     model.save(os.path.join(stage_dir, "model.keras"))
     if export:
@@ -319,6 +320,9 @@ def train_eval(
         eval_interval = num_batches
     os.makedirs(root_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
+
+    def stage_seed(stage):
+        return validation.offset_seed("seed", seed, stage)
     common = dict(batch_size=batch_size, optimizer=optimizer, learning_rate=learning_rate,
                   eval_interval=eval_interval, early_stopping_accuracy=early_stopping_accuracy,
                   num_monitor_examples=num_monitor_examples,
@@ -329,11 +333,13 @@ def train_eval(
         if train_file:
             train = relations_game.load_npz(train_file, num_classes=num_classes)
         else:
-            train = _generate(name, "pentominoes", num_train_examples, seed * 1000 + offset)
+            train = _generate(name, "pentominoes", num_train_examples,
+                              validation.offset_seed("seed", seed, offset, scale=1000))
         if eval_paths:
             evals = load_eval_files(eval_paths, num_classes)
         else:
-            evals = {s: _generate(name, s, num_eval_examples, seed * 1000 + offset + 1 + i)
+            evals = {s: _generate(name, s, num_eval_examples,
+                                  validation.offset_seed("seed", seed, offset + 1 + i, scale=1000))
                      for i, s in enumerate(held_out_sets(name))}
         return train, evals
 
@@ -359,14 +365,14 @@ def train_eval(
         pretrained = new_model()
         results[STAGES[1]] = train_stage(pretrained, os.path.join(root_dir, STAGES[1]),
                                          curriculum_train, curriculum_eval, num_batches,
-                                         seed=seed + 1, stage_name=STAGES[1], **common)
-        freeze_for_stage(pretrained, 3, seed=seed + 2)
+                                         seed=stage_seed(1), stage_name=STAGES[1], **common)
+        freeze_for_stage(pretrained, 3, seed=stage_seed(2))
         results[STAGES[2]] = train_stage(pretrained, os.path.join(root_dir, STAGES[2]),
-                                         target_train, target_eval, num_batches, seed=seed + 2,
+                                         target_train, target_eval, num_batches, seed=stage_seed(2),
                                          stage_name=STAGES[2], **common)
-        freeze_for_stage(pretrained, 4, seed=seed + 3)
+        freeze_for_stage(pretrained, 4, seed=stage_seed(3))
         results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
-                                         target_train, target_eval, num_batches, seed=seed + 3,
+                                         target_train, target_eval, num_batches, seed=stage_seed(3),
                                          stage_name=STAGES[3], **common)
         json_files.write_json(os.path.join(root_dir, "results.json"), results, indent=2)
         return results

@@ -4,6 +4,10 @@
 the 32 training items and tests it on the 4 unseen-syllable items; ``train_seeds`` runs several
 models over several seeds and writes their medians (``python -m
 keras_relational.experiments.train_rule_learning``).
+
+Re-running resumes: a run whose ``results.json`` was written with the same settings is not
+trained again (``safe_backup.read_finished``). A run is the checkpoint interval: it trains its
+2 x ``epochs`` steps as one Keras epoch, in seconds.
 """
 
 import os
@@ -15,7 +19,7 @@ from absl import logging
 
 from keras_relational import validation
 from keras_relational.environments import rule_learning
-from keras_relational.experiments import distribution_lib, symmetry_lib
+from keras_relational.experiments import distribution_lib, safe_backup, symmetry_lib
 from keras_relational.models import precision, symmetry
 
 RULE_MODELS = ("conv", "mlp", "rnn")
@@ -50,15 +54,25 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
 
     Returns:
         dict with ``train_accuracy``, ``test_accuracy``, ``restarts``, ``test_predictions``,
-        ``seconds`` and, for the conv model, the learnt ``kernel``.
+        ``seconds``, the ``settings`` and, for the conv model, the learnt ``kernel``.
     """
     validation.check_dtype_policy("rule_learning_train_eval", dtype_policy)
     strategy = distribution_lib.get_strategy(distribution_strategy)  # before any TF work
+    settings = dict(model=model, seed=seed, epochs=epochs, batch_size=batch_size,
+                    learning_rate=learning_rate, use_bias=use_bias,
+                    restart_until_fit=restart_until_fit, max_restarts=max_restarts, export=export,
+                    dtype_policy=dtype_policy)
+    results_path = os.path.join(root_dir, "results.json")
+    finished = safe_backup.read_finished(results_path, settings)
+    if finished is not None:
+        logging.info("%s finished earlier with these settings: not trained again.", root_dir)
+        return finished
     x_train, y_train, x_test, y_test, _ = rule_learning.marcus_rule_learning()
     start = time.time()
     attempt = 0
     while True:
-        keras.utils.set_random_seed(seed + 1000 * attempt)
+        attempt_seed = validation.offset_seed("seed", seed, 1000 * attempt)
+        keras.utils.set_random_seed(attempt_seed)
         with strategy.scope(), precision.dtype_policy_scope(dtype_policy):
             net = build_rule_model(model, use_bias=use_bias)
             net.compile(optimizer=keras.optimizers.Adam(learning_rate),
@@ -72,7 +86,7 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
         # All `epochs` reshuffled passes are laid end to end and fed as one Keras epoch: the same
         # sequence of batches as `epochs` shuffled epochs (the training set size, 32, is a
         # multiple of the batch size), without a Python round trip per 2-step epoch.
-        rng = np.random.RandomState(seed + 1000 * attempt)
+        rng = np.random.RandomState(attempt_seed)
         order = np.concatenate([rng.permutation(len(x_train)) for _ in range(epochs)])
         net.fit(x_train[order], y_train[order], batch_size=batch_size, epochs=1, shuffle=False,
                 callbacks=callbacks, verbose=verbose)
@@ -88,12 +102,12 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
         "test_accuracy": float(np.mean(test_pred == y_test)),
         "test_predictions": test_pred.tolist(), "restarts": attempt,
         "dtype_policy": dtype_policy,
-        "seconds": time.time() - start,
+        "seconds": time.time() - start, "settings": settings,
     }
     if model == "conv":
         results["kernel"] = np.asarray(net.get_layer("symbol_convolution").kernel).tolist()
     symmetry_lib.export_model(net, root_dir, export)
-    symmetry_lib.write_json(os.path.join(root_dir, "results.json"), results)
+    symmetry_lib.write_json(results_path, results)  # marks the run finished
     return results
 
 

@@ -11,6 +11,7 @@ import shutil
 
 import numpy as np
 
+from keras_relational import validation
 from keras_relational.experiments import distribution_lib
 
 _PALETTE = np.array(
@@ -74,7 +75,7 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     """
     import keras
 
-    from keras_relational import faults, json_files, validation
+    from keras_relational import faults, json_files
     from keras_relational.experiments.safe_backup import SafeBackupAndRestore
     from keras_relational.models import precision
 
@@ -84,7 +85,8 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
     os.makedirs(root_dir, exist_ok=True)
     model_path = os.path.join(root_dir, "model.keras")
     backup_dir = os.path.join(root_dir, "backup")
-    x_eval, y_eval = make_same_colour_dataset(num_eval, seed=seed + 1)
+    x_eval, y_eval = make_same_colour_dataset(num_eval,
+                                              seed=validation.offset_seed("seed", seed, 1))
     if os.path.exists(model_path):
         print(f"Training already finished; reloading {model_path}")
         model = keras.saving.load_model(model_path)

@@ -22,7 +22,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
 flags.DEFINE_list("attentions", ["simplicial", "dot_product"],
                   "Attentions among simplicial, dot_product.")
-flags.DEFINE_list("tasks", ["1", "2"], "bAbI tasks whose generated stories form the corpus.")
+console.define_int_list("tasks", (1, 2), "bAbI tasks whose generated stories form the corpus.",
+                        minimum=1, maximum=20)
 flags.DEFINE_integer("train_questions", 1000, "Questions per task in the training text.")
 flags.DEFINE_integer("valid_questions", 200, "Questions per task in the validation text.")
 flags.DEFINE_integer("sequence_length", 128, "Characters per sequence.")
@@ -32,23 +33,30 @@ flags.DEFINE_integer("num_heads", 4, "Attention heads.")
 flags.DEFINE_integer("key_dim", 16, "Head width.")
 flags.DEFINE_integer("num_key_value_heads", 2, "Key/value heads of the 2-simplicial attention "
                      "(num_heads / 2 gives both attentions the same parameter count).")
-flags.DEFINE_list("window", ["32", "8"], "w1,w2: the 2-simplicial attention's causal windows.")
+console.define_int_list("window", (32, 8), "w1,w2: the 2-simplicial attention's causal windows.",
+                        minimum=1)
 flags.DEFINE_integer("epochs", 3, "Epochs.")
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_float("learning_rate", 3e-3, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the corpus and the weights.")
 console.define_dtype_policy_flag()
+console.require_subset("attentions", ("simplicial", "dot_product"))
+console.require_ranges({
+    "train_questions": (1, None), "valid_questions": (1, None), "sequence_length": (2, None),
+    "width": (1, None), "num_layers": (1, None), "num_heads": (1, None), "key_dim": (1, None),
+    "num_key_value_heads": (1, None), "epochs": (1, None), "batch_size": (1, None),
+    "learning_rate": (0, None), "seed": (0, 2**32 - 1)}, exclusive_low=("learning_rate",))
 
 
 def main(argv):
     del argv
     results = char_lm_lib.train_eval(
-        FLAGS.root_dir, attentions=FLAGS.attentions, tasks=tuple(int(t) for t in FLAGS.tasks),
+        FLAGS.root_dir, attentions=FLAGS.attentions, tasks=tuple(FLAGS.tasks),
         train_questions=FLAGS.train_questions, valid_questions=FLAGS.valid_questions,
         sequence_length=FLAGS.sequence_length, width=FLAGS.width, num_layers=FLAGS.num_layers,
         num_heads=FLAGS.num_heads, key_dim=FLAGS.key_dim,
         num_key_value_heads=FLAGS.num_key_value_heads,
-        window=tuple(int(w) for w in FLAGS.window), epochs=FLAGS.epochs,
+        window=tuple(FLAGS.window), epochs=FLAGS.epochs,
         batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, seed=FLAGS.seed,
         dtype_policy=FLAGS.dtype_policy)
     for attention in FLAGS.attentions:

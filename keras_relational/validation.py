@@ -273,6 +273,17 @@ def check_seed(argument, seed, allow_none=True):
     return check_number_in_range(argument, seed, 0, 2**32 - 1, integer=True)
 
 
+def offset_seed(argument, seed, offset, scale=1):
+    """The derived seed ``(seed * scale + offset) mod 2**32`` of a checked ``seed``.
+
+    Every seed a program derives from a user's seed (evaluation levels, restarts, data splits)
+    goes through here: a seed near ``2**32 - 1`` wraps around instead of overflowing NumPy's
+    range, the same way everywhere.
+    """
+    seed = check_seed(argument, seed, allow_none=False)
+    return int((int(seed) * int(scale) + int(offset)) % 2**32)
+
+
 def check_mask_shape(layer, mask_shape, entities_shape, argument="mask"):
     """Raises a ValueError unless a Keras mask ``[B, T]`` fits entities ``[B, T, F]``.
 

@@ -152,6 +152,32 @@ def test_seeds_are_checked(make, seed):
             f"received {seed!r}")
 
 
+@pytest.mark.parametrize("seed,offset,expected", [
+    (0, 10_000, 10_000), (2**32 - 1, 1, 0), (2**32 - 2, 10_000, 9_998)])
+def test_derived_seeds_wrap_at_2_to_the_32(seed, offset, expected):
+    assert validation.offset_seed("seed", seed, offset) == expected
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 1.5, True])
+def test_derived_seeds_check_the_seed(seed):
+    _raises(ValueError, lambda: validation.offset_seed("seed", seed, 1), "`seed`",
+            "expected an integer in [0, 4294967295]", f"received {seed!r}")
+
+
+def test_seeds_near_2_to_the_32_reach_every_derived_seed():
+    from keras_relational.environments.babi import generator, systematic
+    from keras_relational.experiments import palindromes_eval_lib
+
+    seed = 2**32 - 1  # each derived seed (seed * k + offset) used to overflow NumPy's range
+    assert generator.split_seed(seed, 20, "test") == (seed * 1000 + 97 * 20 + 2) % 2**32
+    assert "?" in generator.generate_task_text(1, 1, generator.split_seed(seed, 1, "train"))
+    split = systematic.systematic_split(1, seed=seed)
+    assert split["train"] and split["test"]
+    data = palindromes_eval_lib.palindrome_data(n_per_length=4, long_n_per_length=1,
+                                                data_seed=seed)
+    assert len(data["long_test"]["inputs"]) > 0
+
+
 @pytest.mark.parametrize("function", [palindromes.palindrome_dataset,
                                       palindromes.long_palindrome_dataset])
 @pytest.mark.parametrize("n", [0, -5, 2.5])
@@ -294,12 +320,20 @@ _FLAG_CASES = {
     "keras_relational.experiments.train_rule_learning": [
         ("--seeds=0", "`seeds`", "integer >= 1", "received 0"),
     ],
+    "keras_relational.experiments.train_char_lm": [
+        ("--tasks=abc", "`tasks`", "integers >= 1 and <= 20", "'abc'"),
+        ("--window=32,x", "`window`", "list of integers >= 1", "'32,x'"),
+        ("--attentions=linear", "`attentions`", "simplicial, dot_product", "'linear'"),
+        ("--epochs=0", "`epochs`", "integer >= 1", "received 0"),
+        ("--seed=-1", "`seed`", "[0, 4294967295]", "received -1"),
+    ],
     "keras_relational.experiments.same_colour_demo": [
         ("--epochs=0", "`epochs`", "integer >= 1", "received 0"),
     ],
 }
 _REQUIRED = {"train_palindromes": "--root_dir=/tmp/unused", "train_rule_learning":
-             "--root_dir=/tmp/unused", "play_boxworld": "--policy_dir=/tmp/unused"}
+             "--root_dir=/tmp/unused", "play_boxworld": "--policy_dir=/tmp/unused",
+             "train_char_lm": "--root_dir=/tmp/unused"}
 
 # Imports each binary in turn (removing its flags before the next one), parses every case and
 # prints {module: [error message or None, ...]}.

@@ -11,6 +11,7 @@ import math
 import keras
 import numpy as np
 
+from keras_relational import validation
 from keras_relational.agents.compiled import acting, backend
 from keras_relational.agents.compiled.learning import LAST
 
@@ -65,7 +66,8 @@ class Evaluator:
         seed = keras.ops.copy(self.seed_generator.state.value)
         solved, returns = [], []
         for batch in range(math.ceil(num_episodes / self.num_envs)):
-            bank = self.environment.level_bank(self.num_envs, level_seed + batch)
+            bank = self.environment.level_bank(
+                self.num_envs, validation.offset_seed("level_seed", level_seed, batch))
             seed, batch_returns, done, batch_solved = self._play(params, seed, bank)
             if not np.all(keras.ops.convert_to_numpy(done)):
                 raise RuntimeError(f"An evaluation episode did not end in {self.steps} steps.")

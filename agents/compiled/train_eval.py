@@ -16,11 +16,11 @@ None).
 
 import dataclasses
 import importlib.util
-import json
 import os
 import shutil
 import time
 
+from keras_relational import json_files, validation
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop, summaries
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
@@ -102,15 +102,16 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     eval_writer = summaries.ScalarWriter(os.path.join(root_dir, "eval"))
     evaluators = {}  # name -> Evaluator (compiled once per run)
+    eval_seed = validation.offset_seed("seed", config.seed, EVAL_SEED_OFFSET)
 
     def run_eval(step, name="eval", eval_environment=config.evaluation_environment):
         if name not in evaluators:
             evaluators[name] = evaluation.Evaluator(
                 tensor_environment(eval_environment), model,
-                min(config.eval_episodes, config.eval_num_envs), config.seed + EVAL_SEED_OFFSET)
+                min(config.eval_episodes, config.eval_num_envs), eval_seed)
         solved, returns = evaluators[name](
             (state["trainable"], state["non_trainable"]), config.eval_episodes,
-            config.seed + EVAL_SEED_OFFSET)
+            eval_seed)
         rate = float(solved.mean())
         eval_writer.scalars(step, {f"{name}/solve_rate": rate,
                                    f"{name}/average_return": float(returns.mean())})
@@ -158,7 +159,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         trainer="compiled", backend=keras.backend.backend(), dtype_policy=config.dtype_policy,
         export_note=export_note,
         history=progress.history)
-    _write_json(os.path.join(root_dir, "result.json"), result)
+    json_files.write_json(os.path.join(root_dir, "result.json"), result)  # NaN as null
     print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, Keras model in "
              f"{keras_model_dir or keras_file}")
     return result
@@ -191,13 +192,6 @@ def _tensorflow_installed():
         return importlib.util.find_spec("tensorflow") is not None
     except ImportError:
         return False
-
-
-def _write_json(path, data):
-    partial = path + ".partial"
-    with open(partial, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(partial, path)
 
 
 __all__ = ["CompiledConfig", "make_config", "train_eval"]

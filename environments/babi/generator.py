@@ -83,4 +83,5 @@ def write_task_files(out_dir, task, num_train=9000, num_valid=1000, num_test=100
 
 def split_seed(seed, task, split):
     """The generator seed of one task's split ("train", "valid" or "test") for a run ``seed``."""
-    return seed * 1000 + 97 * task + ("train", "valid", "test").index(split)
+    return validation.offset_seed("seed", seed, 97 * task + ("train", "valid", "test").index(split),
+                                  scale=1000)

@@ -7,6 +7,8 @@ set, but in training only with 8/8, 6/8, 4/8, 2/8 and 1/8 of the tasks.
 
 import numpy as np
 
+from keras_relational import validation
+
 from .generator import generate_story_lines
 from .reader import parse_babi
 from .world import PERSONS
@@ -34,10 +36,13 @@ def systematic_split(examples_per_pair=500, question_fraction=0.2, seed=0,
     train, test, train_pairs = [], {}, set()
     for name, covered in coverage.items():
         for index, task in enumerate(tasks):
-            pairs = [("test", seed * 7919 + 31 * index + 1000 * len(name))]
+            pair_seed = validation.offset_seed("seed", seed, 31 * index + 1000 * len(name),
+                                               scale=7919)
+            pairs = [("test", pair_seed)]
             if index < covered:
                 train_pairs.add((name, task))
-                pairs.append(("train", seed * 7919 + 31 * index + 1000 * len(name) + 500))
+                pairs.append(("train", validation.offset_seed(
+                    "seed", seed, 31 * index + 1000 * len(name) + 500, scale=7919)))
             for split, split_seed in pairs:
                 examples = _new_name_examples(task, name, examples_per_pair, question_fraction,
                                               np.random.RandomState(split_seed), **story_options)
