@@ -14,6 +14,7 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
   ``answer_babi`` binary (``babi_serving.answer_questions``) serves in a fresh process.
 """
 
+import json
 import math
 import os
 import time
@@ -114,15 +115,57 @@ class _LearningRateSchedule(keras.callbacks.Callback):
 
 
 class _TimeLimit(keras.callbacks.Callback):
-    def __init__(self, max_minutes):
+    """Stops after ``max_minutes`` of training, counting ``spent_seconds`` of earlier sessions."""
+
+    def __init__(self, max_minutes, spent_seconds=0.0):
         super().__init__()
         self.max_seconds = None if max_minutes is None else 60.0 * max_minutes
+        self.spent_seconds = spent_seconds
         self.start = time.time()
 
+    def seconds(self):
+        return self.spent_seconds + time.time() - self.start
+
     def on_epoch_end(self, epoch, logs=None):
-        if self.max_seconds is not None and time.time() - self.start > self.max_seconds:
+        if self.max_seconds is not None and self.seconds() > self.max_seconds:
             print(f"time limit of {self.max_seconds / 60:.1f} min reached after epoch {epoch + 1}")
             self.model.stop_training = True
+
+
+PROGRESS_FILE = "progress.json"
+
+
+class _Progress(keras.callbacks.Callback):
+    """Writes ``root_dir/progress.json`` after every epoch: the training seconds and the best
+    validation accuracy so far, so that a resumed run keeps its time budget and its best
+    checkpoint (Keras' checkpoint callback forgets its best value on restart)."""
+
+    def __init__(self, path, time_limit, best_val_accuracy, epochs=0):
+        super().__init__()
+        self.path = path
+        self.time_limit = time_limit
+        self.best_val_accuracy = best_val_accuracy
+        self.epochs = epochs
+
+    def on_epoch_end(self, epoch, logs=None):
+        accuracy = (logs or {}).get("val_accuracy")
+        if accuracy is not None and (self.best_val_accuracy is None
+                                     or accuracy > self.best_val_accuracy):
+            self.best_val_accuracy = float(accuracy)
+        self.epochs = epoch + 1  # counts the epochs of earlier sessions (BackupAndRestore)
+        json_files.write_json(self.path, {"train_seconds": self.time_limit.seconds(),
+                                          "best_val_accuracy": self.best_val_accuracy,
+                                          "epochs": self.epochs})
+
+
+def read_progress(root_dir):
+    """``{"train_seconds", "best_val_accuracy", "epochs"}`` of an interrupted run in ``root_dir``
+    (zeros and None when it has none)."""
+    path = None if root_dir is None else os.path.join(root_dir, PROGRESS_FILE)
+    if path is None or not os.path.exists(path):
+        return {"train_seconds": 0.0, "best_val_accuracy": None, "epochs": 0}
+    with open(path) as f:
+        return json.load(f)
 
 
 class _StopAtAccuracy(keras.callbacks.Callback):
@@ -152,6 +195,11 @@ def error_table(results, paper=None):
 # B = backlink) -> (use_move, use_backlink).
 OPERATIONS = {"W": (False, False), "W+M": (True, False), "W+B": (False, True),
               "W+M+B": (True, True)}
+
+# The all-tasks model of Table 1 (one model, 20 tasks): E, R, H and batch size of the authors'
+# code release (the paper: "scaled up"), stories padded to S = 130 as there.
+ALL_TASKS_PRESET = {"entity_dim": 90, "relation_dim": 20, "hidden_dim": 40, "batch_size": 32,
+                    "max_sentences": 130}
 
 
 def train_eval(
@@ -183,6 +231,7 @@ def train_eval(
     patience=30,
     target_val_accuracy=None,
     max_minutes=None,
+    max_sentences=None,
     seed=0,
     jit_compile=True,
     export=True,
@@ -212,7 +261,10 @@ def train_eval(
         lr_decay, decay_threshold: one-time lr halving when ``val_loss < decay_threshold``.
         patience: early stopping patience (epochs) on validation accuracy.
         target_val_accuracy: stop as soon as the validation accuracy reaches this value.
-        max_minutes: wall-clock training budget (checked after each epoch).
+        max_minutes: wall-clock training budget (checked after each epoch); a resumed run
+            counts the time of the sessions before (``root_dir/progress.json``).
+        max_sentences: S, the story length the tensors are padded to (the all-tasks preset's
+            130, :data:`ALL_TASKS_PRESET`); None = the longest story of the data.
         seed: data and weight seed.
         jit_compile: XLA-compile the train step (off with several replicas, see
             ``distribution_lib.compile_options``).
@@ -243,6 +295,12 @@ def train_eval(
         tasks, data_dir, root_dir, num_train, num_valid, num_test, seed, story_options,
         extra_examples=new_names["train"] + [ex for exs in new_names["test"].values()
                                              for ex in exs])
+    if max_sentences is not None:
+        validation.check_positive_int("train_eval", "max_sentences", max_sentences)
+        if max_sentences < dims[0]:
+            raise ValueError(f"train_eval expects max_sentences >= {dims[0]} (the longest "
+                             f"story after truncation), received max_sentences={max_sentences}.")
+        dims = (max_sentences, dims[1])
     vocabulary_info = {"words": list(vocabulary.words), "max_sentences": dims[0],
                        "max_words": dims[1], "tasks": list(tasks)}
     json_files.write_json(os.path.join(root_dir, babi_serving.VOCABULARY_FILE),
@@ -276,23 +334,29 @@ def train_eval(
     if os.path.exists(best_path) and not os.path.exists(backup_dir):
         print(f"warm-starting from {best_path}")
         model.load_weights(best_path)
+    # An interrupted run (its backup is still there) keeps its time budget and best checkpoint.
+    progress = read_progress(root_dir if os.path.exists(backup_dir) else None)
+    time_limit = _TimeLimit(max_minutes, progress["train_seconds"])
+    progress_callback = _Progress(os.path.join(root_dir, PROGRESS_FILE), time_limit,
+                                  progress["best_val_accuracy"], progress["epochs"])
     callbacks = [
         SafeBackupAndRestore(backup_dir),
         _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
                               decay_threshold),
         keras.callbacks.TerminateOnNaN(),
         keras.callbacks.ModelCheckpoint(best_path, monitor="val_accuracy", save_best_only=True,
-                                        save_weights_only=True),
+                                        save_weights_only=True,
+                                        initial_value_threshold=progress["best_val_accuracy"]),
         keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience),
         _StopAtAccuracy(target_val_accuracy),
-        _TimeLimit(max_minutes),
+        time_limit,
+        progress_callback,
         keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
     ]
-    start = time.time()
-    history = model.fit(_inputs(train), train["answer"], batch_size=batch_size, epochs=epochs,
-                        validation_data=(_inputs(valid), valid["answer"]), shuffle=True,
-                        callbacks=callbacks, verbose=verbose)
-    train_seconds = time.time() - start
+    model.fit(_inputs(train), train["answer"], batch_size=batch_size, epochs=epochs,
+              validation_data=(_inputs(valid), valid["answer"]), shuffle=True,
+              callbacks=callbacks, verbose=verbose)
+    train_seconds = time_limit.seconds()
     steps = int(model.optimizer.iterations.numpy())
     if os.path.exists(best_path):
         model.load_weights(best_path)
@@ -306,8 +370,10 @@ def train_eval(
     results = {
         "test_error": test_error,
         "train_seconds": train_seconds,
-        "epochs": len(history.history.get("loss", [])),
-        "best_val_accuracy": max(history.history.get("val_accuracy", [float("nan")])),
+        # Over all sessions of a resumed run (the history holds only the last session's).
+        "epochs": progress_callback.epochs,
+        "best_val_accuracy": (float("nan") if progress_callback.best_val_accuracy is None
+                              else progress_callback.best_val_accuracy),
         "steps": steps,
         "use_move": use_move,
         "use_backlink": use_backlink,
