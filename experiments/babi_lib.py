@@ -7,6 +7,8 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
 * ``train/``: TensorBoard summaries (``keras.callbacks.TensorBoard``);
 * ``checkpoints/best.weights.h5``: the weights of the best validation accuracy (early stopping);
 * ``backup/``: ``keras.callbacks.BackupAndRestore`` state, so an interrupted run resumes;
+* ``progress.json``: the training time, best validation accuracy and epochs so far, so that a
+  resumed run keeps its ``max_minutes`` budget and its best checkpoint;
 * ``data/``: the generated ``qa{N}_{split}.txt`` files (when no ``data_dir`` is given);
 * ``vocabulary.json``, ``results.json`` and ``results.md`` (the per-task test error table);
 * ``saved_model/``: ``model.export`` of the best model (inputs ``story [B,S,W]``,
@@ -336,6 +338,8 @@ def train_eval(
         model.load_weights(best_path)
     # An interrupted run (its backup is still there) keeps its time budget and best checkpoint.
     progress = read_progress(root_dir if os.path.exists(backup_dir) else None)
+    # Written now, so a fresh run killed before its first backup never reads an older run's.
+    json_files.write_json(os.path.join(root_dir, PROGRESS_FILE), progress)
     time_limit = _TimeLimit(max_minutes, progress["train_seconds"])
     progress_callback = _Progress(os.path.join(root_dir, PROGRESS_FILE), time_limit,
                                   progress["best_val_accuracy"], progress["epochs"])
