@@ -121,3 +121,21 @@ def test_an_interrupted_run_keeps_its_budget_and_best(tmp_path):
     limit.set_model(Model())
     limit.on_epoch_end(0)  # 90 s spent before > the 1-minute budget
     assert limit.model.stop_training
+
+
+def test_systematic_mode_reports_the_accuracy_per_new_name(tmp_path, monkeypatch):
+    from keras_relational.environments import babi
+    from keras_relational.experiments import babi_lib
+
+    def fake_train_eval(root_dir, tasks, systematic, **options):
+        assert systematic and tasks == babi.SYSTEMATIC_TASKS and options["batch_size"] == 32
+        accuracy = {name: {"all": 90.0, "seen": 95.0, "unseen": None if name == "Alex" else 80.0,
+                           "asked": 85.0} for name in babi.NEW_NAMES}
+        return {"test_error": {t: 1.0 for t in tasks}, "train_seconds": 6.0, "epochs": 1,
+                "steps": 3, "systematic": accuracy}
+
+    monkeypatch.setattr(babi_lib, "train_eval", fake_train_eval)
+    text = reproduce.run("systematic", str(tmp_path), command="pytest tiny")
+    assert "| Alex | 8/8 | 90.0 | 95.0 | - | 85.0 |" in text
+    assert "| Logan | 1/8 | 90.0 | 95.0 | 80.0 | 85.0 |" in text
+    assert "Mean test error: 1.00 %; failed tasks (> 5 %): 0;" in text
