@@ -1,26 +1,57 @@
-r"""Single-task TPR-RNN error on generated bAbI tasks, next to Schlag & Schmidhuber (2018) Table 2.
+r"""Tables 1-3 and the systematic split (Fig. 5) of Schlag & Schmidhuber (2018), resumably.
 
-    python benchmarks/reproduce_tpr_babi.py --root_dir=/tmp/tpr_babi_repro --tasks=1,2,6 \
-        --max_minutes=20 --output=benchmarks/results/tpr_babi.md
+Table 2 (``--mode=table2``, single task): one model per task (E=15, R=10, H=40, batch 128,
+Nadam 1e-3 with 50 warm-up steps, global clip 5, early stopping on validation accuracy, the test
+error measured at the best validation checkpoint), next to the paper's best and mean:
 
-Each task trains its own model (single-task setting: E=15, R=10, H=40, batch 128, Nadam 1e-3 with
-50 warm-up steps, global clip 5) on generated data (9,000 train / 1,000 valid / 1,000 test
-questions), with a wall-clock budget per task, early stopping on validation accuracy (the test
-error is measured at the best validation checkpoint). Prints a markdown table.
+    nice -n 10 python benchmarks/reproduce_tpr_babi.py --mode=table2 \
+        --root_dir=/tmp/tpr_babi_repro --tasks=1-20 --max_minutes=20 \
+        --output=benchmarks/results/tpr_babi.md
 
-Caveats: the data are our procedural generator's stories, not the Facebook bAbI files (pass
---data_dir to use real files); one seed per task (the paper reports best and mean of 5 runs).
+Table 3 (``--mode=table3``): the memory-operation ablations (W, W+M, W+B; W+M+B is Table 2's run
+and is reused from the same ``root_dir``):
+
+    nice -n 10 python benchmarks/reproduce_tpr_babi.py --mode=table3 \
+        --root_dir=/tmp/tpr_babi_repro --tasks=1,2,3,6 --operations=W,W+M,W+B,W+M+B \
+        --max_minutes=20 --output=benchmarks/results/tpr_babi_ablation.md
+
+Systematic generalisation (``--mode=systematic``, Sec. 7, Fig. 5; tasks 1, 6, 7, 8, 9, 11, 12,
+13 jointly with five new names, the all-tasks sizes):
+
+    nice -n 10 python benchmarks/reproduce_tpr_babi.py --mode=systematic \
+        --root_dir=/tmp/tpr_babi_repro --max_minutes=60 \
+        --output=benchmarks/results/tpr_babi_systematic.md
+
+Table 1 (``--mode=table1``): one model on all 20 tasks with the all-tasks preset
+(``babi_lib.ALL_TASKS_PRESET``: E=90, R=20, H=40, batch 32, S=130); at full scale on a GPU:
+
+    KERAS_BACKEND=jax python benchmarks/reproduce_tpr_babi.py --mode=table1 \
+        --root_dir=/tmp/tpr_babi_repro --max_minutes=2880 \
+        --output=benchmarks/results/tpr_babi_all_tasks.md
+
+Resumable: every run (a task of Table 2, a (operations, task) cell of Table 3, the systematic
+run, the joint run) has its own folder under ``root_dir``; a finished run's results are kept
+there in ``result.json`` (written atomically) and never re-run, an interrupted run resumes from
+its backup (``babi_lib.train_eval``: the weights, the epoch, the time already spent against
+``--max_minutes`` and its best checkpoint), and the results files are re-written from all
+finished runs after each run. ``--session_minutes`` stops starting new runs after that many
+minutes (the run in progress finishes); the same command started again goes on with the runs
+not yet finished. ``--max_minutes`` is wall-clock time (on a shared machine it depends on the
+load; each run records the load average).
+
+Caveats: generated data (our procedural generator's stories, not the Facebook bAbI files;
+``--data_dir`` reads real files); one seed per run (the paper: best and mean of 5 runs).
 """
 
+import json
 import os
 import platform
+import time
 
 import results_io  # benchmarks/results_io.py, beside this script
 from absl import app, flags
 
 from keras_relational import json_files
-from keras_relational.experiments import babi_lib
-from keras_relational.progress_bar import progress_lines
 
 # Schlag & Schmidhuber 2018, Table 2 (single-task, test error %, 5 runs).
 PAPER_BEST = {1: "0.0", 2: "0.0", 3: "1.2", 4: "0.0", 5: "0.5", 6: "0.0", 7: "0.5", 8: "0.1",
@@ -31,66 +62,236 @@ PAPER_MEAN = {1: "0.02 ± 0.05", 2: "0.06 ± 0.09", 3: "1.78 ± 0.58", 4: "0.02 
               9: "0.14 ± 0.13", 10: "1.24 ± 1.30", 11: "0.14 ± 0.11", 12: "0.04 ± 0.05",
               13: "0.42 ± 0.11", 14: "0.24 ± 0.29", 15: "0.0 ± 0.0", 16: "0.02 ± 0.045",
               17: "0.9 ± 0.69", 18: "0.64 ± 0.33", 19: "12.64 ± 17.39", 20: "0.0 ± 0.00"}
+# Table 3: the tasks with > 5 % error per ablation (single task).
+PAPER_FAILED = {"W": (3, 6, 9, 10, 12, 13, 17, 19), "W+M": (9, 10, 13, 17), "W+B": (3,),
+                "W+M+B": ()}
+# Table 1: mean error over the 20 tasks and failed tasks, 10 runs.
+PAPER_ALL_TASKS = "1.34 ± 0.52 % mean error, 0.86 ± 1.11 failed tasks"
+MODES = ("table2", "table3", "systematic", "table1")
+RESULT = "result.json"
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("root_dir", "/tmp/tpr_babi_repro", "Output directory (one folder per task).")
-flags.DEFINE_list("tasks", ["1", "2", "6"], "Generated bAbI tasks, one model each.")
+flags.DEFINE_enum("mode", "table2", MODES, "Which experiment (see the module docstring).")
+flags.DEFINE_string("root_dir", "/tmp/tpr_babi_repro", "Output directory (a folder per run).")
+flags.DEFINE_string("tasks", "1-20", "Tasks: a range (1-20) or a list (1,2,6); table2/table3.")
+flags.DEFINE_list("operations", ["W", "W+M", "W+B", "W+M+B"], "Table 3's memory operations.")
 flags.DEFINE_string("data_dir", None, "Real bAbI files instead of generated ones.")
-flags.DEFINE_float("max_minutes", 20.0, "Training budget per task (wall clock).")
-flags.DEFINE_float("target_val_accuracy", 0.998, "Stop a task early at this validation accuracy.")
-flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.")
+flags.DEFINE_float("max_minutes", 20.0, "Training budget per run (wall clock).", lower_bound=0)
+flags.DEFINE_float("session_minutes", None, "Start no new run after this many minutes.")
+flags.DEFINE_float("target_val_accuracy", 0.998, "Stop a run early at this validation accuracy.")
+flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.", lower_bound=1)
+flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.", lower_bound=1)
+flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.", lower_bound=1)
+flags.DEFINE_integer("epochs", 200, "Maximum epochs per run.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "Seed.")
-flags.DEFINE_enum("operations", None, list(babi_lib.OPERATIONS),
-                  "Table 3 ablation (memory operations); default: all three (W+M+B).")
-flags.DEFINE_string("output", None, "Also write the table to this markdown file (and the "
-                    "results to a .json beside it), e.g. benchmarks/results/tpr_babi.md.")
+flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step (off: no compile wait).")
+flags.DEFINE_bool("table_only", False, "Only re-write the results files from finished runs.")
+flags.DEFINE_string("output", None, "Results file (.md; a .json beside it), e.g. "
+                    "benchmarks/results/tpr_babi.md.")
+
+
+def parse_tasks(text):
+    """``"1-20"`` or ``"1,2,6"`` -> a tuple of task numbers in 1..20."""
+    tasks = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            tasks += list(range(int(low), int(high or low) + 1))
+        except ValueError:
+            raise ValueError(f"--tasks expects a range like 1-20 or a list like 1,2,6, "
+                             f"received {text!r}.") from None
+    if not tasks or any(not 1 <= t <= 20 for t in tasks):
+        raise ValueError(f"--tasks expects tasks in 1..20, received {text!r}.")
+    return tuple(dict.fromkeys(tasks))
+
+
+def runs(mode, tasks, operations):
+    """The runs of ``mode``: ``(folder, train_eval keyword arguments)``, in order."""
+    if mode == "table2":
+        return [(f"W+M+B/task{t}", {"tasks": (t,), "operations": "W+M+B"}) for t in tasks]
+    if mode == "table3":
+        return [(f"{op}/task{t}", {"tasks": (t,), "operations": op})
+                for t in tasks for op in operations]
+    from keras_relational.experiments import babi_lib
+    if mode == "systematic":
+        from keras_relational.environments import babi
+        # The all-tasks sizes (Schlag & Schmidhuber 2018 do not state them for this
+        # experiment), without padding the short stories of these tasks to 130 sentences.
+        sizes = {k: v for k, v in babi_lib.ALL_TASKS_PRESET.items() if k != "max_sentences"}
+        return [("systematic", {"tasks": babi.SYSTEMATIC_TASKS, "systematic": True, **sizes})]
+    return [("all_tasks", {"tasks": tuple(range(1, 21)), **babi_lib.ALL_TASKS_PRESET})]
+
+
+def train(folder, kwargs, options):
+    """Trains one run (resuming it if interrupted) and writes its ``result.json``."""
+    from keras_relational.experiments import babi_lib
+    load_before = os.getloadavg()
+    # ``options`` may override the preset's sizes (tests at tiny scale).
+    results = babi_lib.train_eval(folder, **dict(dict(kwargs, verbose=2), **options))
+    record = {k: v for k, v in results.items() if k not in ("model", "vocabulary")}
+    record["test_error"] = {str(k): v for k, v in record["test_error"].items()}
+    record.update(run_options=dict(kwargs, **options), load_average_before=load_before,
+                  load_average_after=os.getloadavg(), nice=os.nice(0), cpus=os.cpu_count(),
+                  machine=platform.processor() or platform.machine(),
+                  finished_utc=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    json_files.write_json(os.path.join(folder, RESULT), record, indent=2, default=str)
+    return record
+
+
+def finished(root_dir, folders):
+    """``{folder: result}`` of the finished runs among ``folders``."""
+    done = {}
+    for folder in folders:
+        path = os.path.join(root_dir, folder, RESULT)
+        if os.path.exists(path):
+            with open(path) as f:
+                done[folder] = json.load(f)
+    return done
+
+
+def _load(r):
+    return f"{r['load_average_after'][2]:.1f}"
+
+
+def _scale(results, options):
+    first = next(iter(results.values()), {})
+    budget = options.get("max_minutes")
+    target = options.get("target_val_accuracy")
+    return (f"{options.get('num_train', 9000)} generated training questions per task"
+            f"{' (real bAbI files)' if options.get('data_dir') else ''}, one seed "
+            f"({options.get('seed', 0)}), "
+            + ("no time limit" if budget is None else f"at most {budget:g} min of training per run")
+            + f" (wall clock, on a shared machine: {first.get('cpus', os.cpu_count())} CPU cores "
+            f"({first.get('machine', platform.machine())}), nice {first.get('nice', '-')}; the "
+            f"load column is the machine's 15-minute load average when the run ended; the train "
+            f"time includes the XLA compile where XLA is on)"
+            + ("" if target is None else f", early stop at {target:g} validation accuracy")
+            + ".")
+
+
+def table2(results, tasks):
+    rows = ["| Task | Test error (%) | Epochs | Steps | Train time (min) | XLA | Load "
+            "| Paper best (%) | Paper mean ± std (%) |", "|---|---|---|---|---|---|---|---|---|"]
+    errors = {}
+    for t in sorted(tasks):
+        r = results.get(f"W+M+B/task{t}")
+        if r is not None:
+            errors[t] = r["test_error"][str(t)]
+            xla = "yes" if r["run_options"].get("jit_compile", True) else "no"
+            rows.append(f"| {t} | {errors[t]:.2f} | {r['epochs']} | {r['steps']} | "
+                        f"{r['train_seconds'] / 60:.1f} | {xla} | {_load(r)} | {PAPER_BEST[t]} "
+                        f"| {PAPER_MEAN[t]} |")
+    failed = [t for t, e in errors.items() if e > 5.0]
+    missing = [t for t in sorted(tasks) if t not in errors]
+    rows += ["", f"Finished: {len(errors)} of {len(tasks)} tasks"
+             + (f" (not run yet: {', '.join(map(str, missing))})" if missing else "") + "."]
+    if errors:
+        rows.append(f"Mean test error over the finished tasks: "
+                    f"{sum(errors.values()) / len(errors):.2f} %. Failed tasks (> 5 % test "
+                    f"error, the paper's criterion): {len(failed)}"
+                    + (f" ({', '.join(map(str, failed))})" if failed else "") + ".")
+    return "\n".join(rows)
+
+
+def table3(results, tasks, operations):
+    rows = ["| Task | " + " | ".join(f"{op} error (%)" for op in operations) + " |",
+            "|---|" + "---|" * len(operations)]
+    for t in tasks:
+        cells = [results.get(f"{op}/task{t}") for op in operations]
+        rows.append(f"| {t} | " + " | ".join(
+            "-" if r is None else f"{r['test_error'][str(t)]:.2f}" for r in cells) + " |")
+    rows += ["", "| Operations | Failed tasks here (> 5 %) | Paper's failed tasks (all 20 "
+                 "tasks) |", "|---|---|---|"]
+    for op in operations:
+        done = {t: results[f"{op}/task{t}"] for t in tasks if f"{op}/task{t}" in results}
+        failed = [t for t, r in done.items() if r["test_error"][str(t)] > 5.0]
+        rows.append(f"| {op} | {', '.join(map(str, failed)) or 'none'} (of {len(done)} "
+                    f"finished) | {', '.join(map(str, PAPER_FAILED[op])) or 'none'} |")
+    return "\n".join(rows)
+
+
+def joint_table(result, mode):
+    from keras_relational.experiments import babi_lib
+    if result is None:
+        return "Not finished yet."
+    errors = {int(t): e for t, e in result["test_error"].items()}
+    text = (babi_lib.error_table(errors) + f"\n\nMean test error: "
+            f"{sum(errors.values()) / len(errors):.2f} %; failed tasks (> 5 %): "
+            f"{sum(e > 5.0 for e in errors.values())}; {result['epochs']} epochs, "
+            f"{result['steps']} steps, {result['train_seconds'] / 60:.1f} min of training; "
+            f"load {_load(result)}.")
+    if mode == "systematic":
+        text += "\n\n" + babi_lib.systematic_table(result["systematic"])
+    else:
+        text += f" Paper (Table 1, TPR-RNN): {PAPER_ALL_TASKS}."
+    return text
+
+
+def report(mode, root_dir, tasks, operations, options):
+    """The Markdown body and the JSON data of the results files, from the finished runs."""
+    folders = [folder for folder, _ in runs(mode, tasks, operations)]
+    results = finished(root_dir, folders)
+    if mode == "table2":
+        body = table2(results, tasks)
+    elif mode == "table3":
+        body = table3(results, tasks, operations)
+    else:
+        body = joint_table(results.get(folders[0]), mode)
+    return _scale(results, options) + "\n\n" + body, {"mode": mode, "runs": results}
+
+
+def run(mode, root_dir, tasks=tuple(range(1, 21)), operations=("W", "W+M", "W+B", "W+M+B"),
+        output=None, session_minutes=None, table_only=False, command=None, **options):
+    """Trains the unfinished runs of ``mode`` and returns the Markdown table of all finished.
+
+    ``options`` are ``babi_lib.train_eval`` arguments for every run (``num_train``,
+    ``max_minutes``, ...; they win over a preset's); ``command`` names the writer in the
+    results files (default: this process's command line).
+    """
+    start = time.time()
+    for folder, kwargs in runs(mode, tasks, operations):
+        path = os.path.join(root_dir, folder)
+        if table_only or os.path.exists(os.path.join(path, RESULT)):
+            continue
+        if session_minutes is not None and time.time() - start > 60.0 * session_minutes:
+            print(f"--session_minutes={session_minutes:g} passed: not starting {folder}")
+            break
+        print(f"== {mode} run {folder}", flush=True)
+        record = train(path, kwargs, options)
+        print(f"{folder}: test error {record['test_error']} after {record['steps']} steps, "
+              f"{record['train_seconds'] / 60:.1f} min", flush=True)
+        write(mode, root_dir, tasks, operations, options, output, command)
+    return write(mode, root_dir, tasks, operations, options, output, command)
+
+
+def write(mode, root_dir, tasks, operations, options, output, command):
+    body, data = report(mode, root_dir, tasks, operations, options)
+    os.makedirs(root_dir, exist_ok=True)
+    json_files.write_text(os.path.join(root_dir, f"{mode}.md"), body + "\n")
+    if output:
+        results_io.write_markdown(output, body, command)
+        results_io.write_json(os.path.splitext(output)[0] + ".json", data, command)
+    return body
 
 
 def main(argv):
     del argv
-    rows = []
-    tasks = [int(t) for t in FLAGS.tasks]
-    for task in progress_lines(tasks, len(tasks), describe=lambda t: f"task {t}"):
-        results = babi_lib.train_eval(
-            os.path.join(FLAGS.root_dir, f"task{task}"), tasks=(task,), data_dir=FLAGS.data_dir,
-            num_train=FLAGS.num_train, max_minutes=FLAGS.max_minutes,
-            target_val_accuracy=FLAGS.target_val_accuracy, seed=FLAGS.seed, verbose=2,
-            operations=FLAGS.operations,
-        )
-        rows.append((task, results))
-        print(f"task {task}: test error {results['test_error'][task]:.2f} % after "
-              f"{results['epochs']} epochs / {results['steps']} steps, "
-              f"{results['train_seconds'] / 60:.1f} min", flush=True)
-    lines = [
-        f"Scale: single-task, {FLAGS.num_train} train questions per task, one seed "
-        f"({FLAGS.seed}), memory operations {FLAGS.operations or 'W+M+B'}, "
-        f"budget {FLAGS.max_minutes:g} min per task, "
-        f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), "
-        f"{'real bAbI files' if FLAGS.data_dir else 'generated data'}.",
-        "",
-        "| Task | Test error (%) | Epochs | Steps | Train time (min) | Paper best (%) "
-        "| Paper mean ± std (%) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for task, r in rows:
-        lines.append(f"| {task} | {r['test_error'][task]:.2f} | {r['epochs']} | {r['steps']} | "
-                     f"{r['train_seconds'] / 60:.1f} | {PAPER_BEST.get(task, '-')} | "
-                     f"{PAPER_MEAN.get(task, '-')} |")
-    failed = [task for task, r in rows if r["test_error"][task] > 5.0]
-    lines += ["", f"Failed tasks (> 5 % test error, the paper's criterion): {len(failed)} of "
-                  f"{len(rows)}{' (' + ', '.join(map(str, failed)) + ')' if failed else ''}."]
-    table = "\n".join(lines)
-    print(table)
-    os.makedirs(FLAGS.root_dir, exist_ok=True)
-    with open(os.path.join(FLAGS.root_dir, "table.md"), "w") as f:
-        f.write(table + "\n")
-    summary = {str(t): {k: v for k, v in r.items() if k not in ("model", "vocabulary")}
-               for t, r in rows}
-    json_files.write_json(os.path.join(FLAGS.root_dir, "results.json"), summary, indent=2,
-                          default=str)
-    if FLAGS.output:
-        results_io.write_markdown(FLAGS.output, table)
-        results_io.write_json(os.path.splitext(FLAGS.output)[0] + ".json", {"tasks": summary})
+    from keras_relational.experiments import babi_lib
+    unknown = [op for op in FLAGS.operations if op not in babi_lib.OPERATIONS]
+    if unknown:
+        raise app.UsageError(f"--operations expects some of {list(babi_lib.OPERATIONS)}, "
+                             f"received {unknown}.")
+    try:
+        tasks = parse_tasks(FLAGS.tasks)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from None
+    options = {"data_dir": FLAGS.data_dir, "num_train": FLAGS.num_train,
+               "num_valid": FLAGS.num_valid, "num_test": FLAGS.num_test,
+               "max_minutes": FLAGS.max_minutes, "epochs": FLAGS.epochs,
+               "target_val_accuracy": FLAGS.target_val_accuracy, "seed": FLAGS.seed,
+               "jit_compile": FLAGS.jit_compile}
+    print(run(FLAGS.mode, FLAGS.root_dir, tasks, tuple(FLAGS.operations), FLAGS.output,
+              FLAGS.session_minutes, FLAGS.table_only, **options))
 
 
 if __name__ == "__main__":

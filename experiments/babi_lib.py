@@ -7,9 +7,10 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
 * ``train/``: TensorBoard summaries (``keras.callbacks.TensorBoard``);
 * ``checkpoints/best.weights.h5``: the weights of the best validation accuracy (early stopping);
 * ``backup/``: the state of an unfinished run (``safe_backup``: the last epoch, the best
-  validation accuracy so far, and whether training has finished), so an interrupted run
-  resumes where it stopped: in an epoch, after its last finished epoch; after training, at the
-  evaluation and export; removed once the run has finished;
+  validation accuracy and the training time so far, and whether training has finished), so an
+  interrupted run resumes where it stopped, keeping its ``max_minutes`` budget and its best
+  checkpoint: in an epoch, after its last finished epoch; after training, at the evaluation
+  and export; removed once the run has finished;
 * ``data/``: the generated ``qa{N}_{split}.txt`` files (when no ``data_dir`` is given);
 * ``vocabulary.json``, ``results.json`` and ``results.md`` (the per-task test error table);
 * ``saved_model/``: ``model.export`` of the best model (inputs ``story [B,S,W]``,
@@ -116,13 +117,19 @@ class _LearningRateSchedule(keras.callbacks.Callback):
 
 
 class _TimeLimit(keras.callbacks.Callback):
-    def __init__(self, max_minutes):
+    """Stops after ``max_minutes`` of training, counting ``spent_seconds`` of earlier sessions."""
+
+    def __init__(self, max_minutes, spent_seconds=0.0):
         super().__init__()
         self.max_seconds = None if max_minutes is None else 60.0 * max_minutes
+        self.spent_seconds = spent_seconds
         self.start = time.time()
 
+    def seconds(self):
+        return self.spent_seconds + time.time() - self.start
+
     def on_epoch_end(self, epoch, logs=None):
-        if self.max_seconds is not None and time.time() - self.start > self.max_seconds:
+        if self.max_seconds is not None and self.seconds() > self.max_seconds:
             print(f"time limit of {self.max_seconds / 60:.1f} min reached after epoch {epoch + 1}")
             self.model.stop_training = True
 
@@ -155,6 +162,11 @@ def error_table(results, paper=None):
 OPERATIONS = {"W": (False, False), "W+M": (True, False), "W+B": (False, True),
               "W+M+B": (True, True)}
 
+# The all-tasks model of Table 1 (one model, 20 tasks): E, R, H and batch size of the authors'
+# code release (the paper: "scaled up"), stories padded to S = 130 as there.
+ALL_TASKS_PRESET = {"entity_dim": 90, "relation_dim": 20, "hidden_dim": 40, "batch_size": 32,
+                    "max_sentences": 130}
+
 
 def train_eval(
     root_dir,
@@ -185,6 +197,7 @@ def train_eval(
     patience=30,
     target_val_accuracy=None,
     max_minutes=None,
+    max_sentences=None,
     seed=0,
     jit_compile=True,
     export=True,
@@ -214,7 +227,10 @@ def train_eval(
         lr_decay, decay_threshold: one-time lr halving when ``val_loss < decay_threshold``.
         patience: early stopping patience (epochs) on validation accuracy.
         target_val_accuracy: stop as soon as the validation accuracy reaches this value.
-        max_minutes: wall-clock training budget (checked after each epoch).
+        max_minutes: wall-clock training budget (checked after each epoch); a resumed run
+            counts the time of the sessions before (kept in ``root_dir/backup``).
+        max_sentences: S, the story length the tensors are padded to (the all-tasks preset's
+            130, :data:`ALL_TASKS_PRESET`); None = the longest story of the data.
         seed: data and weight seed.
         jit_compile: XLA-compile the train step (off with several replicas, see
             ``distribution_lib.compile_options``).
@@ -245,6 +261,12 @@ def train_eval(
         tasks, data_dir, root_dir, num_train, num_valid, num_test, seed, story_options,
         extra_examples=new_names["train"] + [ex for exs in new_names["test"].values()
                                              for ex in exs])
+    if max_sentences is not None:
+        validation.check_positive_int("train_eval", "max_sentences", max_sentences)
+        if max_sentences < dims[0]:
+            raise ValueError(f"train_eval expects max_sentences >= {dims[0]} (the longest "
+                             f"story after truncation), received max_sentences={max_sentences}.")
+        dims = (max_sentences, dims[1])
     vocabulary_info = {"words": list(vocabulary.words), "max_sentences": dims[0],
                        "max_words": dims[1], "tasks": list(tasks)}
     json_files.write_json(os.path.join(root_dir, babi_serving.VOCABULARY_FILE),
@@ -293,7 +315,7 @@ def train_eval(
             keras.callbacks.TerminateOnNaN(),
             keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience),
             _StopAtAccuracy(target_val_accuracy),
-            _TimeLimit(max_minutes),
+            _TimeLimit(max_minutes, state.get("train_seconds", 0.0)),
             keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
         ])
     else:
@@ -342,10 +364,13 @@ def _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, cal
     if state.get("best_val_accuracy") is not None:  # a resumed run keeps its best checkpoint
         best.best = state.get("best_val_accuracy")
 
+    spent = state.get("train_seconds", 0.0)  # by earlier sessions of an interrupted run
+    start = time.time()
+
     def record_best(epoch, logs):
+        state.set("train_seconds", spent + time.time() - start)
         state.set("best_val_accuracy", best.best)
 
-    start = time.time()
     history = model.fit(
         _inputs(train), train["answer"], batch_size=batch_size, epochs=epochs,
         validation_data=(_inputs(valid), valid["answer"]), shuffle=True, verbose=verbose,
@@ -353,7 +378,7 @@ def _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, cal
                    keras.callbacks.LambdaCallback(on_epoch_end=record_best)])
     # `history` holds this process's epochs: a resumed run counts the earlier ones too.
     epochs_run = history.epoch[-1] + 1 if history.epoch else (backup.restored_epoch or 0)
-    training = {"train_seconds": time.time() - start, "epochs": epochs_run,
+    training = {"train_seconds": spent + time.time() - start, "epochs": epochs_run,
                 "best_val_accuracy": best.best if math.isfinite(best.best) else math.nan,
                 "steps": int(model.optimizer.iterations.numpy())}
     state.set("training", training)

@@ -17,13 +17,16 @@ from .vocabulary import Vocabulary
 STATED = {
     1: "1 supporting fact; 2 statements per question, 5 questions per story",
     2: "2 supporting facts",
-    3: "3 supporting facts; stories often longer than 70 statements",
+    3: "3 supporting facts (the pick-up and two moves of the carrier); long stories: the first "
+       "question after dozens of statements, often more than 70 before a question (the "
+       "authors' code keeps the last 130)",
     4: "2 statements, 1 question",
     5: "who gave / received what; answers are names or objects",
     6: "answers yes / no",
-    7: "answers none / one / two / three",
-    8: "answers `nothing` or a comma-joined list",
-    9: "answers yes / no",
+    7: "answers none / one / two / three, `one` the most frequent; supporting facts: the "
+       "person's pick-ups, drops and gives",
+    8: "answers `nothing`, one object or a comma-joined list; supporting facts as in 7",
+    9: "answers yes / no, balanced; 2 statements per question, 5 questions per story",
     10: "answers yes / no / maybe",
     11: "answers a place",
     12: "answers a place",

@@ -52,3 +52,32 @@ def test_the_script_writes_both_results_files(tmp_path):
         data = json.load(f)
     assert [t["task"] for t in data["tasks"]] == list(range(1, 21))
     assert all(t["questions"] == 10 for t in data["tasks"])
+
+
+def _generated_statistics(task, questions):
+    text = babi.generate_task_text(task, questions, babi.split_seed(0, task, "train"))
+    return babi.task_statistics(task, text)
+
+
+def test_task_3_stories_are_long_with_three_facts_like_the_released_data():
+    # Released qa3: the first question comes after dozens of statements, often more than 70
+    # before a question (the authors' code keeps 130); always three supporting facts.
+    stats = _generated_statistics(3, 200)
+    assert stats["supporting_facts_percent"] == {"3": 100.0}
+    before = stats["statements_before_question"]
+    assert before["mean"] >= 40
+    assert before["over_70"] >= 0.2 * stats["questions"]
+    assert before["max"] <= babi.max_story_sentences(3)  # no supporting fact is truncated away
+
+
+def test_counting_lists_and_negation_answers_are_spread_like_the_released_data():
+    counting = _generated_statistics(7, 600)["answers_percent"]
+    assert set(counting) == {"none", "one", "two", "three"}
+    assert counting["one"] == max(counting.values())
+    assert 15 <= counting["none"] <= 40
+    assert counting["two"] >= 8 and counting["three"] >= 2
+    lists = _generated_statistics(8, 600)["answers_percent"]
+    assert 15 <= lists["nothing"] <= 40
+    assert sum(share for answer, share in lists.items() if "," in answer) >= 10
+    negation = _generated_statistics(9, 600)["answers_percent"]
+    assert 42 <= negation["yes"] <= 58

@@ -1,0 +1,133 @@
+"""benchmarks/reproduce_tpr_babi.py at tiny settings: finished runs are kept and not re-run, the
+results files are rewritten from all finished runs, Table 1's all-tasks preset runs, and an
+interrupted run keeps its time budget and best checkpoint (babi_lib's progress file)."""
+
+import json
+import os
+import sys
+
+import pytest
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _REPO_ROOT not in sys.path:  # `benchmarks` is a folder of scripts run from the repo root
+    sys.path.insert(0, _REPO_ROOT)
+sys.path.insert(0, os.path.join(_REPO_ROOT, "benchmarks"))  # the script imports results_io
+
+from benchmarks import reproduce_tpr_babi as reproduce  # noqa: E402
+
+TINY = dict(num_train=8, num_valid=4, num_test=4, epochs=1, entity_dim=4, relation_dim=3,
+            hidden_dim=8, batch_size=8, jit_compile=False, export=False, verbose=0,
+            max_minutes=None, target_val_accuracy=None)
+
+
+def test_parse_tasks():
+    assert reproduce.parse_tasks("1-3,6") == (1, 2, 3, 6)
+    assert reproduce.parse_tasks("4,1") == (4, 1)  # in the order given
+    for bad in ("0-2", "21", "a", ""):
+        with pytest.raises(ValueError, match="--tasks"):
+            reproduce.parse_tasks(bad)
+
+
+def test_runs_name_a_folder_per_cell_and_share_table_2_with_table_3():
+    assert reproduce.runs("table2", (1, 2), ()) == [
+        ("W+M+B/task1", {"tasks": (1,), "operations": "W+M+B"}),
+        ("W+M+B/task2", {"tasks": (2,), "operations": "W+M+B"})]
+    cells = [folder for folder, _ in reproduce.runs("table3", (3,), ("W", "W+M+B"))]
+    assert cells == ["W/task3", "W+M+B/task3"]
+    ((folder, joint),) = reproduce.runs("table1", (), ())
+    assert folder == "all_tasks" and joint["tasks"] == tuple(range(1, 21))
+    # Schlag & Schmidhuber 2018, all-tasks sizes (authors' code): E 90, R 20, S 130.
+    assert (joint["entity_dim"], joint["relation_dim"], joint["max_sentences"]) == (90, 20, 130)
+    ((_, systematic),) = reproduce.runs("systematic", (), ())
+    assert systematic["systematic"] and systematic["entity_dim"] == 90
+    assert "max_sentences" not in systematic
+
+
+def test_table2_keeps_finished_tasks_and_rewrites_the_table(tmp_path, capsys, monkeypatch):
+    from keras_relational.experiments import babi_lib
+
+    trained = []
+
+    def fake_train_eval(root_dir, tasks, operations, **options):  # babi_lib's is tested apart
+        trained.append((os.path.relpath(root_dir, root), tasks, operations, options["seed"]))
+        return {"test_error": {tasks[0]: 2.0 * tasks[0]}, "train_seconds": 60.0, "epochs": 2,
+                "steps": 8, "best_val_accuracy": 0.9, "model": object(), "vocabulary": None}
+
+    monkeypatch.setattr(babi_lib, "train_eval", fake_train_eval)
+    root, output = str(tmp_path / "runs"), str(tmp_path / "results" / "tpr_babi.md")
+    os.makedirs(os.path.dirname(output))
+    text = reproduce.run("table2", root, tasks=(4, 1), output=output, command="pytest tiny",
+                         seed=3, max_minutes=20.0)
+    assert trained == [("W+M+B/task4", (4,), "W+M+B", 3), ("W+M+B/task1", (1,), "W+M+B", 3)]
+    assert "| 1 | 2.00 | 2 | 8 | 1.0 | yes |" in text and "| 4 | 8.00 |" in text
+    assert "Finished: 2 of 2 tasks." in text and "Failed tasks" in text and ": 1 (4)." in text
+    assert "at most 20 min of training per run (wall clock, on a shared machine" in text
+    with open(output) as f:
+        assert f.readline().startswith("Written by `pytest tiny`")
+    with open(os.path.splitext(output)[0] + ".json") as f:
+        data = json.load(f)
+    assert set(data["runs"]) == {"W+M+B/task1", "W+M+B/task4"}
+    record = data["runs"]["W+M+B/task4"]
+    assert record["test_error"] == {"4": 8.0} and len(record["load_average_after"]) == 3
+    capsys.readouterr()
+    # A finished task is not trained again; the table is rebuilt from the kept results.
+    again = reproduce.run("table2", root, tasks=(4, 1), output=output, command="pytest tiny",
+                          seed=3, max_minutes=20.0)
+    assert "== table2 run" not in capsys.readouterr().out and again == text
+    assert len(trained) == 2
+    # --session_minutes=0 starts nothing new; Table 3 reuses Table 2's W+M+B runs.
+    partial = reproduce.run("table3", root, tasks=(1, 6), operations=("W", "W+M+B"),
+                            session_minutes=0.0, command="pytest tiny")
+    assert "not starting W/task1" in capsys.readouterr().out and len(trained) == 2
+    assert "| 1 | - | 2.00 |" in partial and "| 6 | - | - |" in partial
+    assert "| W | none (of 0 finished) | 3, 6, 9, 10, 12, 13, 17, 19 |" in partial
+    table = reproduce.run("table2", root, tasks=(6, 4), table_only=True, command="pytest tiny")
+    assert "Finished: 1 of 2 tasks (not run yet: 6)." in table and len(trained) == 2
+
+
+@pytest.mark.slow
+def test_table1_preset_runs_at_tiny_scale(tmp_path):
+    # The preset's sizes (E 90, R 20, S 130) with 2 questions per task and split, one epoch.
+    options = dict(TINY, num_train=2, num_valid=1, num_test=1, batch_size=20)
+    for size in ("entity_dim", "relation_dim", "hidden_dim"):
+        options.pop(size)
+    text = reproduce.run("table1", str(tmp_path), **options)
+    with open(tmp_path / "all_tasks" / "result.json") as f:
+        record = json.load(f)
+    assert set(record["test_error"]) == {str(t) for t in range(1, 21)}
+    assert record["run_options"]["entity_dim"] == 90 and record["steps"] == 2
+    with open(tmp_path / "all_tasks" / "vocabulary.json") as f:
+        assert json.load(f)["max_sentences"] == 130
+    assert "Mean test error:" in text and "1.34 ± 0.52" in text
+
+
+def test_an_interrupted_run_keeps_its_budget(tmp_path):
+    from keras_relational.experiments import babi_lib
+
+    limit = babi_lib._TimeLimit(max_minutes=1.0, spent_seconds=90.0)
+    assert limit.seconds() >= 90.0
+
+    class Model:
+        stop_training = False
+
+    limit.set_model(Model())
+    limit.on_epoch_end(0)  # 90 s spent before > the 1-minute budget
+    assert limit.model.stop_training
+
+
+def test_systematic_mode_reports_the_accuracy_per_new_name(tmp_path, monkeypatch):
+    from keras_relational.environments import babi
+    from keras_relational.experiments import babi_lib
+
+    def fake_train_eval(root_dir, tasks, systematic, **options):
+        assert systematic and tasks == babi.SYSTEMATIC_TASKS and options["batch_size"] == 32
+        accuracy = {name: {"all": 90.0, "seen": 95.0, "unseen": None if name == "Alex" else 80.0,
+                           "asked": 85.0} for name in babi.NEW_NAMES}
+        return {"test_error": {t: 1.0 for t in tasks}, "train_seconds": 6.0, "epochs": 1,
+                "steps": 3, "systematic": accuracy}
+
+    monkeypatch.setattr(babi_lib, "train_eval", fake_train_eval)
+    text = reproduce.run("systematic", str(tmp_path), command="pytest tiny")
+    assert "| Alex | 8/8 | 90.0 | 95.0 | - | 85.0 |" in text
+    assert "| Logan | 1/8 | 90.0 | 95.0 | 80.0 | 85.0 |" in text
+    assert "Mean test error: 1.00 %; failed tasks (> 5 %): 0;" in text
