@@ -163,6 +163,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             # that progress line was written.
             saved_actor.restore(start_step, warn=print_fn,
                                 episodes_reported=curve.last_step == start_step)
+    elif start_step:  # PPO, the tensor environments and Ray actors save no actor state
+        print_fn(actor_state.missing_warning(root_dir, start_step))
     print_fn(f"Training {config.agent} agent ({network.keras_model.count_params():,} "
              f"parameters, {config.algorithm}) on {config.env_name} BoxWorld: {config.num_envs} "
              f"envs x {config.unroll_length} steps per update, {config.num_iterations} updates")
