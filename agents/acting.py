@@ -38,14 +38,23 @@ class ActorCriticPolicy(tf_policy.TFPolicy):
         seed: sampling seed used when ``action`` is called without one (None: TensorFlow's
             global seed). With a seed, the actions depend only on it and on the logits, not on
             how the logits were computed (plain or XLA-compiled).
+        sampling_seed: None, or sample statelessly: the n-th call of ``action`` samples with
+            the seed ``(sampling_seed, n)`` (``tf.random.stateless_categorical``), n counted by
+            :attr:`sample_count`. The actions then depend only on the logits, the seed and the
+            count, which a run saves with its checkpoints, so a resumed run samples exactly as
+            the uninterrupted one (TensorFlow's stateful sampling ops keep their state in the
+            process, where no checkpoint reaches it).
     """
 
     def __init__(self, time_step_spec, action_spec, network, jit_compile=False, seed=None,
-                 name=None):
+                 sampling_seed=None, name=None):
         num_actions = int(action_spec.maximum - action_spec.minimum + 1)
         info_spec = {"logits": tf.TensorSpec([num_actions], tf.float32)}
         self._network = network
         self._seed = seed
+        self._sampling_seed = sampling_seed
+        self._sample_count = None if sampling_seed is None else tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="sample_count")
         # autograph off: no tensor-dependent control flow, and converting TF-Agents'
         # Network.__call__ raises a SyntaxWarning (its `state is not ()`).
         self._logits_fn = tf.function(self._logits, jit_compile=True, autograph=False) \
@@ -65,8 +74,21 @@ class ActorCriticPolicy(tf_policy.TFPolicy):
         distribution = tfp.distributions.Categorical(logits=logits, dtype=self.action_spec.dtype)
         return policy_step.PolicyStep(distribution, policy_state, {"logits": logits})
 
+    @property
+    def sample_count(self):
+        """The stateless sampler's call counter (an int64 ``tf.Variable``), or None."""
+        return self._sample_count
+
     def _action(self, time_step, policy_state, seed=None):
-        return super()._action(time_step, policy_state, self._seed if seed is None else seed)
+        if self._sample_count is None:
+            return super()._action(time_step, policy_state, self._seed if seed is None else seed)
+        logits = self._logits_fn(time_step.observation, time_step.step_type)
+        count = self._sample_count.assign_add(1) - 1
+        stateless_seed = tf.stack([tf.constant(self._sampling_seed, tf.int64), count])
+        flat = tf.reshape(logits, [-1, tf.shape(logits)[-1]])  # any outer dims, e.g. [1, B]
+        action = tf.reshape(tf.random.stateless_categorical(
+            flat, 1, stateless_seed, dtype=self.action_spec.dtype), tf.shape(logits)[:-1])
+        return policy_step.PolicyStep(action, policy_state, {"logits": logits})
 
 
 def acting_policy(time_step_spec, action_spec, network, jit_compile=False, seed=None):
@@ -89,10 +111,26 @@ def in_process_actor(env, policy, train_step, unrolls, summary_dir, summary_inte
     episodes of either kind of actor, see :mod:`keras_relational.agents.progress`).
     """
     py_policy = py_tf_eager_policy.PyTFEagerPolicy(policy, use_tf_function=True)
-    return actor.Actor(env, py_policy, train_step,
+    return ResumableActor(env, py_policy, train_step,
                        steps_per_run=unrolls.batch_size * unrolls.unroll_length,
                        observers=[unrolls], metrics=metrics, summary_dir=summary_dir,
                        summary_interval=summary_interval)
+
+
+class ResumableActor(actor.Actor):
+    """TF-Agents' ``Actor`` whose position in the environments can be saved and restored.
+
+    Between two ``run()`` calls the actor holds the last time step and policy state, from which
+    the next ``run()`` continues; :meth:`get_state` / :meth:`set_state` (NumPy nests) carry them
+    across the pieces of a resumed run (:mod:`keras_relational.agents.actor_state`).
+    """
+
+    def get_state(self):
+        return dict(time_step=self._time_step, policy_state=self._policy_state)
+
+    def set_state(self, state):
+        self._time_step = state["time_step"]
+        self._policy_state = state["policy_state"]
 
 
 class UnrollActor:

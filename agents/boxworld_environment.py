@@ -95,6 +95,26 @@ class BatchedBoxWorldEnvironment(py_environment.PyEnvironment):
                     getattr(levels[i], "puzzle_type", None)))
         return self._convert(timestep)
 
+    def get_state(self):
+        """Everything the next steps depend on (a picklable dict): the NumPy environment whole
+        (each slot's level generator ``RandomState`` and draw buffer, the levels in flight,
+        positions, held keys, step counters) and the running returns and lengths."""
+        return dict(env=self._env, returns=self._returns.copy(), lengths=self._lengths.copy())
+
+    def set_state(self, state):
+        """Restores :meth:`get_state`'s state (from the same environment config and size)."""
+        env = state["env"]
+        if type(env) is not type(self._env) or env.config != self._env.config \
+                or env.batch_size != self._env.batch_size:
+            raise ValueError(
+                f"The saved environment state is a {type(env).__name__} of {env.batch_size} "
+                f"levels of {env.config}, this run's environment a "
+                f"{type(self._env).__name__} of {self._env.batch_size} levels of "
+                f"{self._env.config}.")
+        self._env = env
+        self._returns[:] = state["returns"]
+        self._lengths[:] = state["lengths"]
+
     def render(self, mode="rgb_array"):
         return self._env.render()
 

@@ -44,6 +44,11 @@ class CurveFile:
             self.rows = [row for row in read_curve(self.path) if row["step"] <= start_step]
         self._wall_offset = self.rows[-1]["wall_seconds"] if self.rows else 0.0
 
+    @property
+    def last_step(self):
+        """The step of the last kept line (0 when there is none)."""
+        return self.rows[-1]["step"] if self.rows else 0
+
     def append(self, entry):
         """Adds one ``Progress.history`` entry and rewrites the file atomically."""
         self.rows.append(dict(

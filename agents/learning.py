@@ -74,17 +74,27 @@ class GuardedLearner(learner.Learner):
     ``Learner.run`` runs the train step, then its triggers (the interval checkpoint, the policy
     export): a NaN loss raises :class:`NonFiniteLossError` between the two, so the last
     checkpoint on disk stays the last good state. The interval checkpoints pass through the
-    ``checkpoint_write`` fault point (:mod:`keras_relational.faults`).
+    ``checkpoint_write`` fault point (:mod:`keras_relational.faults`); with ``actor_state`` (an
+    :class:`~keras_relational.agents.actor_state.ActorState`) each one is preceded by the
+    actor's state of the same step.
     """
+
+    def __init__(self, *args, actor_state=None, **kwargs):
+        self._actor_state = actor_state  # before super(): its __init__ makes the trigger
+        super().__init__(*args, **kwargs)
+
+    def _save_checkpoint(self):
+        if self._actor_state is not None:
+            self._actor_state.save(int(self.train_step.numpy()))
+        self._checkpointer.save(self.train_step, options=checkpoints.fault_point_options())
+        if self._actor_state is not None:
+            self._actor_state.prune()
 
     def _get_checkpoint_trigger(self, checkpoint_interval):
         if checkpoint_interval <= 0:
             return super()._get_checkpoint_trigger(checkpoint_interval)
-        return interval_trigger.IntervalTrigger(
-            checkpoint_interval,
-            lambda: self._checkpointer.save(self.train_step,
-                                            options=checkpoints.fault_point_options()),
-            start=self.train_step.numpy())
+        return interval_trigger.IntervalTrigger(checkpoint_interval, self._save_checkpoint,
+                                                start=self.train_step.numpy())
 
     def _train(self, iterations, iterator, parallel_iterations):
         loss_info = super()._train(iterations, iterator, parallel_iterations)
@@ -102,26 +112,33 @@ class GuardedLearner(learner.Learner):
         return loss_info
 
 
-def make_learner(root_dir, config, agent, unrolls, train_step):
+def make_learner(root_dir, config, agent, unrolls, train_step, actor_state=None):
     """TF-Agents' ``Learner`` on the unrolls of ``unrolls``.
 
     Summaries and checkpoints go under ``root_dir/train`` (restored from there when present:
-    re-running resumes); TF-Agents' ``PolicySavedModelTrigger`` writes policy checkpoints under
-    ``root_dir/policies`` every ``config.policy_save_interval`` steps.
+    re-running resumes), each checkpoint with ``actor_state`` 's file when given; TF-Agents'
+    ``PolicySavedModelTrigger`` writes policy checkpoints under ``root_dir/policies`` every
+    ``config.policy_save_interval`` steps.
     """
     policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
     return GuardedLearner(
         root_dir, train_step, agent, experience_dataset_fn=unrolls.as_dataset,
         checkpoint_interval=config.checkpoint_interval, summary_interval=config.log_interval,
         triggers=[triggers.PolicySavedModelTrigger(policies_dir, agent, train_step,
-                                                   interval=config.policy_save_interval)])
+                                                   interval=config.policy_save_interval)],
+        actor_state=actor_state)
 
 
-def save_checkpoint(root_dir, agent, train_step):
+def save_checkpoint(root_dir, agent, train_step, actor_state=None):
     """Writes the training checkpoint of the current step where the ``Learner`` writes its own.
 
     The Learner checkpoints every ``checkpoint_interval`` steps; this saves the final state
-    whatever the interval, with the same objects and directory (and restores nothing first).
+    whatever the interval, with the same objects and directory (and restores nothing first),
+    after ``actor_state`` 's file of the same step when given.
     """
+    if actor_state is not None:
+        actor_state.save(int(train_step.numpy()))
     checkpoints.CheckpointSaver(root_dir, max_to_keep=3, agent=agent,
                                 train_step=train_step).save(train_step)
+    if actor_state is not None:
+        actor_state.prune()

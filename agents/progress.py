@@ -53,10 +53,12 @@ class Progress:
         policy_lag_fn: None, or a callable returning the mean policy lag since its last call.
         bar: the :class:`ProgressBar` to update (None: a bar that is never drawn); lines go
             through its ``print`` so that they appear above it.
+        last_report_step: the step of the last progress line before this piece (None:
+            ``start_step``); the next line comes ``config.log_interval`` steps after it.
     """
 
     def __init__(self, config, start_step, finished_episodes, summary_dir, print_fn,
-                 policy_lag_fn=None, bar=None):
+                 policy_lag_fn=None, bar=None, last_report_step=None):
         import tensorflow as tf
         from tf_agents.train import interval_trigger
 
@@ -75,8 +77,9 @@ class Progress:
         # waiting for an unroll) and in the learner's (dataset and train step) since the last line.
         self._acting_seconds = self._learning_seconds = 0.0
         self._step, self._loss = start_step, None
-        self._trigger = interval_trigger.IntervalTrigger(config.log_interval, self._report,
-                                                         start=start_step)
+        self._trigger = interval_trigger.IntervalTrigger(
+            config.log_interval, self._report,
+            start=start_step if last_report_step is None else last_report_step)
         self.history = []
         self.out_of_time = False
 
@@ -89,6 +92,10 @@ class Progress:
         fps = (step - self._start_step) * self._config.frames_per_step / elapsed
         self._bar.update(step, bar_text(step, self._config.frames_per_step, fps))
         self._trigger(step, force_trigger=step >= self._config.num_iterations)
+
+    def pending_episodes(self):
+        """The episodes finished since the last report (the next report counts them)."""
+        return self._finished_episodes[self._last_episode_count:]
 
     def _write_summaries(self, step, frames, fps, recent):
         import tensorflow as tf

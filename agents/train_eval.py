@@ -24,6 +24,7 @@ from tf_agents.train.utils import train_utils
 from keras_relational import json_files, validation
 from keras_relational.agents import (
     acting,
+    actor_state,
     checkpoints,
     evaluation,
     export,
@@ -114,7 +115,12 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     tf_agent = learning.make_agent(config, time_step_spec, action_spec, network, model_fn,
                                    train_step)
     unrolls = UnrollQueue(tf_agent.collect_data_spec, config.num_envs, config.unroll_length)
-    agent_learner = learning.make_learner(root_dir, config, tf_agent, unrolls, train_step)
+    # The actor's half of every checkpoint (environments, sampler, unrolls in flight), so that a
+    # resumed run continues exactly as the uninterrupted one (V-trace, in-process NumPy actor).
+    saved_actor = actor_state.ActorState(root_dir, config) if actor_state.supported(config) \
+        else None
+    agent_learner = learning.make_learner(root_dir, config, tf_agent, unrolls, train_step,
+                                          actor_state=saved_actor)
     start_step = int(train_step.numpy())  # restored by the Learner when resuming
     bar = None
     if print_fn is print:  # lines go above the bar (drawn on a terminal only)
@@ -136,26 +142,45 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             collect_actor.mean_policy_lag
     else:
         policy = tf_agent.collect_policy
-        if config.actors_jit_compile:  # V-trace only (TrainConfig checks)
-            # The actor's own XLA-compiled copy of the collect policy (same variables); the
-            # exported collect policy stays uncompiled.
-            policy = acting.ActorCriticPolicy(time_step_spec, action_spec, network,
-                                              jit_compile=True)
+        if config.actors_jit_compile or saved_actor is not None:  # V-trace only
+            # The actor's own copy of the collect policy (same variables; XLA-compiled with
+            # actors_jit_compile), sampling statelessly from the run's seed when the actor's
+            # state is checkpointed; the exported collect policy stays as it is.
+            policy = acting.ActorCriticPolicy(
+                time_step_spec, action_spec, network, jit_compile=config.actors_jit_compile,
+                sampling_seed=config.seed if saved_actor is not None else None)
         make_actor = (tensor_environment.in_graph_actor if config.env_backend == "tensor"
                       else acting.in_process_actor)
         collect_actor = make_actor(collect_env, policy, train_step, unrolls, None,
                                    config.log_interval)
         finished_episodes, policy_lag_fn = collect_env.finished_episodes, None
-
     if start_step:
         print_fn(f"Resuming from {root_dir}: train step {start_step}")
+    curve = CurveFile(root_dir, start_step)
+    if saved_actor is not None:
+        saved_actor.attach(collect_env, collect_actor, unrolls, policy)
+        if start_step:
+            # The episodes pending at the checkpoint are in the curve's row of its step when
+            # that progress line was written.
+            saved_actor.restore(start_step, warn=print_fn,
+                                episodes_reported=curve.last_step == start_step)
+    elif start_step:  # PPO, the tensor environments and Ray actors save no actor state
+        print_fn(actor_state.missing_warning(root_dir, start_step))
     print_fn(f"Training {config.agent} agent ({network.keras_model.count_params():,} "
              f"parameters, {config.algorithm}) on {config.env_name} BoxWorld: {config.num_envs} "
              f"envs x {config.unroll_length} steps per update, {config.num_iterations} updates")
     report = evaluation.EvalSummaries(os.path.join(root_dir, "eval"), print_fn)
 
+    eval_policy = tf_agent.collect_policy
+    if config.algorithm == "vtrace":  # sampling from the seed: the result depends on the weights
+        eval_policy = acting.ActorCriticPolicy(time_step_spec, action_spec, network,
+                                               sampling_seed=validation.offset_seed(
+                                                   "seed", config.seed, 10_000))
+
     def run_eval(name="eval", environment=config.evaluation_environment):
-        episodes = evaluation.evaluate(tf_agent.collect_policy, environment,
+        if config.algorithm == "vtrace":  # every evaluation samples from the same seeds
+            eval_policy.sample_count.assign(0)
+        episodes = evaluation.evaluate(eval_policy, environment,
                                        config.eval_episodes,
                                        validation.offset_seed("seed", config.seed, 10_000),
                                        num_envs=config.eval_num_envs)
@@ -163,14 +188,15 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     progress = _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
                       finished_episodes, collect_summary_dir, print_fn, policy_lag_fn,
-                      run_eval, CurveFile(root_dir, start_step), bar)
+                      run_eval, curve, bar, saved_actor)
 
     step = int(train_step.numpy())
     if step < config.num_iterations:  # stopped by max_seconds: one piece of a longer run
         print_fn(f"Stopped at train step {step} of {config.num_iterations} (--max_seconds="
                  f"{config.max_seconds:g}); the checkpoint is saved: run the same command again "
                  f"to continue.")
-    learning.save_checkpoint(root_dir, tf_agent, train_step)  # the final state, any interval
+    # The final state, any interval.
+    learning.save_checkpoint(root_dir, tf_agent, train_step, actor_state=saved_actor)
     eval_rate = run_eval() if config.eval_episodes else float("nan")
     test_rates = {preset: run_eval(preset, preset_environment(config.environment, preset))
                   for preset in config.test_presets}
@@ -209,11 +235,15 @@ def _collect_environment(config):
 
 
 def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step,
-           finished_episodes, summary_dir, print_fn, policy_lag_fn, run_eval, curve, bar=None):
+           finished_episodes, summary_dir, print_fn, policy_lag_fn, run_eval, curve, bar=None,
+           saved_actor=None):
     """The actor-learner loop: act, train on every queued unroll, report (progress lines and
     ``curve``), evaluate."""
+    # Progress lines continue the uninterrupted run's cadence: from the last line's step.
     progress = Progress(config, start_step, finished_episodes, summary_dir, print_fn,
-                        policy_lag_fn, bar=bar)
+                        policy_lag_fn, bar=bar, last_report_step=curve.last_step)
+    if saved_actor is not None:
+        saved_actor.pending_episodes = progress.pending_episodes
     # Evaluations at the multiples of eval_interval (0: none during training).
     first = start_step - start_step % max(config.eval_interval, 1)
     evaluate = interval_trigger.IntervalTrigger(config.eval_interval, run_eval, start=first)
@@ -222,7 +252,8 @@ def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step
     try:
         while int(train_step.numpy()) < config.num_iterations and not progress.out_of_time:
             tick = time.perf_counter()
-            collect_actor.run()
+            if not unrolls.qsize():  # a resumed run first trains what was queued at the cut
+                collect_actor.run()
             tock = time.perf_counter()
             while unrolls.qsize() and int(train_step.numpy()) < config.num_iterations:
                 loss = agent_learner.run(iterations=1).loss

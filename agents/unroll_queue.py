@@ -100,6 +100,19 @@ class UnrollQueue:
     def close(self):
         self._closed = True
 
+    def get_state(self):
+        """The steps held toward the next unroll and the queued unrolls (NumPy), for a
+        checkpoint; call it while neither side runs."""
+        return dict(steps=list(self._steps), queued=list(self._queue.queue))
+
+    def set_state(self, state):
+        """Restores :meth:`get_state`'s state into an empty queue."""
+        if self._steps or self._queue.qsize():
+            raise RuntimeError("UnrollQueue.set_state needs an empty queue.")
+        self._steps = list(state["steps"])
+        for unroll in state["queued"]:
+            self._queue.put(unroll)
+
     def _generator(self):
         while not self._closed:
             try:

@@ -72,7 +72,7 @@ class Progress:
         self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
                                   float(metrics.loss), acting_share, eta=eta))
         self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
-                                 seconds=now - self.started,
+                                 average_return=mean_return, seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
                                  learning_seconds=self._learning_seconds))
         self._reset_interval()

@@ -7,7 +7,8 @@
 TensorFlow; it needs neither TensorFlow nor TF-Agents under JAX. Its outputs are those of
 :func:`keras_relational.agents.train_eval.train_eval`: the same progress lines, TensorBoard
 scalars under ``root_dir/train``, ``root_dir/collect_extra`` and ``root_dir/eval``, checkpoints
-under ``root_dir/train/checkpoints`` (re-running with the same ``root_dir`` resumes, also after
+under ``root_dir/train/checkpoints`` and the learning curve ``root_dir/curves.jsonl``
+(:mod:`~keras_relational.agents.curves`; re-running with the same ``root_dir`` resumes, also after
 ``kill -9``, exactly where the uninterrupted run would be), evaluation on fresh levels, the Keras
 model (``keras_model.keras``, and ``keras_model/`` via ``model.export`` where TensorFlow is
 installed) and ``root_dir/result.json``. There are no TF-Agents policies (``policies_dir`` is
@@ -26,6 +27,7 @@ from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
 from keras_relational.agents.compiled.progress import Progress
 from keras_relational.agents.config import environment_config, preset_environment
+from keras_relational.agents.curves import CurveFile
 
 EVAL_SEED_OFFSET = 10_000  # evaluation levels and sampling: seed + this (as train_eval's)
 
@@ -121,6 +123,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     progress = Progress(config, start_step,
                         summaries.ScalarWriter(os.path.join(root_dir, "collect_extra")),
                         summaries.ScalarWriter(os.path.join(root_dir, "train")), print_fn)
+    curve = CurveFile(root_dir, start_step)  # the learning curve across resumed pieces
     step = start_step
 
     def save():
@@ -137,7 +140,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             banks.record(metrics.levels_started)
             step += 1
             host_seconds = (tock - tick) + (time.perf_counter() - done)
+            lines = len(progress.history)
             progress.record(step, metrics, host_seconds, done - tock)
+            if len(progress.history) > lines:
+                curve.append(progress.history[-1])
             if step % config.checkpoint_interval == 0:
                 save()
             if config.eval_interval and step % config.eval_interval == 0:
