@@ -71,23 +71,6 @@ MODES = ("table2", "table3", "systematic", "table1")
 RESULT = "result.json"
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("mode", "table2", MODES, "Which experiment (see the module docstring).")
-flags.DEFINE_string("root_dir", "/tmp/tpr_babi_repro", "Output directory (a folder per run).")
-flags.DEFINE_string("tasks", "1-20", "Tasks: a range (1-20) or a list (1,2,6); table2/table3.")
-flags.DEFINE_list("operations", ["W", "W+M", "W+B", "W+M+B"], "Table 3's memory operations.")
-flags.DEFINE_string("data_dir", None, "Real bAbI files instead of generated ones.")
-flags.DEFINE_float("max_minutes", 20.0, "Training budget per run (wall clock).", lower_bound=0)
-flags.DEFINE_float("session_minutes", None, "Start no new run after this many minutes.")
-flags.DEFINE_float("target_val_accuracy", 0.998, "Stop a run early at this validation accuracy.")
-flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.", lower_bound=1)
-flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.", lower_bound=1)
-flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.", lower_bound=1)
-flags.DEFINE_integer("epochs", 200, "Maximum epochs per run.", lower_bound=1)
-flags.DEFINE_integer("seed", 0, "Seed.")
-flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step (off: no compile wait).")
-flags.DEFINE_bool("table_only", False, "Only re-write the results files from finished runs.")
-flags.DEFINE_string("output", None, "Results file (.md; a .json beside it), e.g. "
-                    "benchmarks/results/tpr_babi.md.")
 
 
 def parse_tasks(text):
@@ -274,6 +257,30 @@ def write(mode, root_dir, tasks, operations, options, output, command):
     return body
 
 
+def define_flags():
+    """The script's flags, defined only when it runs as a script (the tests import its
+    functions into processes where training binaries define --root_dir too)."""
+    flags.DEFINE_enum("mode", "table2", MODES, "Which experiment (see the module docstring).")
+    flags.DEFINE_string("root_dir", "/tmp/tpr_babi_repro", "Output directory (a folder per run).")
+    flags.DEFINE_string("tasks", "1-20", "Tasks: a range (1-20) or a list (1,2,6); table2/table3.")
+    flags.DEFINE_list("operations", ["W", "W+M", "W+B", "W+M+B"], "Table 3's memory operations.")
+    flags.DEFINE_string("data_dir", None, "Real bAbI files instead of generated ones.")
+    flags.DEFINE_float("max_minutes", 20.0, "Training budget per run (wall clock).", lower_bound=0)
+    flags.DEFINE_float("session_minutes", None, "Start no new run after this many minutes.")
+    flags.DEFINE_float("target_val_accuracy", 0.998,
+                       "Stop a run early at this validation accuracy.")
+    flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.", lower_bound=1)
+    flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.",
+                         lower_bound=1)
+    flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.", lower_bound=1)
+    flags.DEFINE_integer("epochs", 200, "Maximum epochs per run.", lower_bound=1)
+    flags.DEFINE_integer("seed", 0, "Seed.")
+    flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step (off: no compile wait).")
+    flags.DEFINE_bool("table_only", False, "Only re-write the results files from finished runs.")
+    flags.DEFINE_string("output", None, "Results file (.md; a .json beside it), e.g. "
+                        "benchmarks/results/tpr_babi.md.")
+
+
 def main(argv):
     del argv
     from keras_relational.experiments import babi_lib
@@ -295,4 +302,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
