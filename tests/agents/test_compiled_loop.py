@@ -1,5 +1,6 @@
-"""The compiled actor-learner loop (keras_relational.agents.compiled): V-trace in keras.ops, one
-update, train_eval with its outputs, resume equality, and the same under JAX without TensorFlow.
+"""The compiled actor-learner loop (keras_relational.agents.compiled): V-trace in keras.ops, the
+learner against the TF-Agents agent on one unroll, one update, train_eval with its outputs, resume
+equality, and the same under JAX without TensorFlow.
 
 The in-process tests run under the suite's backend (TensorFlow); one subprocess runs JAX.
 """
@@ -245,3 +246,73 @@ def test_binary_rejects_bad_trainer_flags_before_training(tmp_path, flag, messag
     assert done.returncode != 0
     assert message in done.stderr, done.stderr[-2000:]
     assert not os.listdir(tmp_path)  # nothing trained or written
+
+
+def test_learner_matches_the_tf_agents_agent_on_the_same_unroll():
+    """The compiled learner's loss and gradients are the TF-Agents agent's on one unroll.
+
+    The unroll is the compiled loop's own (a 2-step time limit puts LAST and FIRST steps inside
+    it), with random rewards and behaviour logits so that every V-trace term is non-trivial.
+    """
+    import tensorflow as tf
+    from tf_agents.specs import tensor_spec
+    from tf_agents.trajectories import time_step as ts
+    from tf_agents.trajectories import trajectory
+
+    from keras_relational.agents.keras3_network import Keras3Network
+    from keras_relational.agents.vtrace_agent import VTraceAgent
+
+    keras.utils.set_random_seed(0)
+    config = compiled_train_eval.make_config(
+        env_kwargs=dict(_LEVELS, max_steps=2), reward_scale=0.1, entropy_cost=0.01,
+        **{k: v for k, v in _TINY.items() if k != "env_kwargs"})
+    environment = compiled_train_eval.tensor_environment(config.environment)
+    spec = environment.observation_spec()
+    model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
+                           **config.model_kwargs)()
+    compiled = loop.CompiledLoop(environment, model, make_optimizer("adam", 1e-3), config)
+    bank = environment.level_bank(config.levels_per_bank, seed=0)
+    state = compiled.initial_state(bank)
+    _, unroll, _ = compiled._unroll(state, bank)
+    rng = np.random.RandomState(0)
+    steps, batch = config.unroll_length, config.num_envs
+    unroll = unroll._replace(
+        reward=rng.uniform(-1, 10, size=(steps, batch)).astype("float32"),
+        behaviour_logits=rng.normal(size=(steps, batch, 4)).astype("float32"))
+    step_types = keras.ops.convert_to_numpy(unroll.step_type)
+    assert (step_types == 2).any() and (step_types[1:] == 0).any(), step_types  # boundaries
+    (_, (loss, _)), grads = compiled.learner._loss_and_grads(
+        state["trainable"], state["non_trainable"], unroll, keras.ops.ones((), "float32"))
+
+    # The TF-Agents agent on the same weights (the model itself) and the same [B, T+1] batch.
+    observation_spec = tensor_spec.from_spec(spec)
+    agent = VTraceAgent(ts.time_step_spec(observation_spec),
+                        tensor_spec.from_spec(environment.action_spec()),
+                        Keras3Network(observation_spec, lambda: model),
+                        tf.keras.optimizers.Adam(1e-3), discount=config.discount,
+                        entropy_cost=config.entropy_cost, baseline_cost=config.baseline_cost,
+                        gradient_clip_norm=None, reward_scale=config.reward_scale,
+                        jit_compile=False)
+
+    def batch_major(x, pad=False):  # [T(+1), B, ...] -> [B, T+1, ...]
+        x = keras.ops.convert_to_numpy(x)
+        if pad:  # the agent ignores the last step's action, logits, reward and discount
+            x = np.concatenate([x, x[-1:]], axis=0)
+        return tf.constant(np.swapaxes(x, 0, 1))
+
+    experience = trajectory.Trajectory(
+        step_type=batch_major(unroll.step_type), observation=batch_major(unroll.observation),
+        action=batch_major(unroll.action, pad=True),
+        policy_info={"logits": batch_major(unroll.behaviour_logits, pad=True)},
+        next_step_type=batch_major(keras.ops.concatenate(
+            [unroll.step_type[1:], unroll.step_type[-1:]], axis=0)),
+        reward=batch_major(unroll.reward, pad=True),
+        discount=batch_major(unroll.discount, pad=True))
+    expected_loss, expected_grads, _ = agent._loss_and_gradients(experience)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)),
+                               float(expected_loss.numpy()), rtol=1e-4, atol=1e-4)
+    assert len(grads) == len(expected_grads) == len(model.trainable_variables)
+    for variable, grad, expected in zip(model.trainable_variables, grads, expected_grads,
+                                        strict=True):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(grad), expected.numpy(),
+                                   rtol=1e-3, atol=1e-5, err_msg=variable.path)
