@@ -52,7 +52,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -n 2 --dist=worksteal --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
