@@ -70,6 +70,38 @@ def action_log_prob(log_probs, actions):
     return picked[..., 0]
 
 
+def vtrace_loss(costs, unroll, target_log_probs, log_rhos, entropy, values):
+    """The V-trace actor-critic loss of one time-major unroll (Espeholt et al. 2018, Sec. 4)::
+
+        -sum rho_s A_s log pi(a_s|x_s) + baseline_cost * 0.5 sum (v_s - V(x_s))^2
+        - entropy_cost * sum H(pi(.|x_s))
+
+    Args:
+        costs: has ``discount``, ``reward_scale``, ``vtrace_lambda``, ``baseline_cost`` and
+            ``entropy_cost`` (a :class:`CompiledConfig`, or the SC2 learner).
+        unroll: has ``step_type`` ``[T + 1, B]``, ``reward`` and ``discount`` ``[T, B]``.
+        target_log_probs, log_rhos, entropy: ``[T, B]``: log pi of the actions taken, log pi/mu
+            and the policy's entropy.
+        values: ``V(x_t)``, ``[T + 1, B]`` (the last one bootstraps).
+
+    Returns:
+        ``(loss, (pg_loss, value_loss, entropy))``.
+    """
+    # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
+    mask = keras.ops.cast(unroll.step_type[:-1] != LAST, "float32")
+    discounts = costs.discount * unroll.discount * mask
+    rewards = costs.reward_scale * unroll.reward
+    returns = vtrace_returns(keras.ops.stop_gradient(log_rhos), discounts, rewards,
+                             keras.ops.stop_gradient(values[:-1]),
+                             keras.ops.stop_gradient(values[-1]), mask=mask,
+                             lambda_=costs.vtrace_lambda)
+    pg_loss = -keras.ops.sum(mask * returns.pg_advantages * target_log_probs)
+    value_loss = 0.5 * keras.ops.sum(mask * keras.ops.square(returns.vs - values[:-1]))
+    entropy = keras.ops.sum(mask * entropy)
+    loss = pg_loss + costs.baseline_cost * value_loss - costs.entropy_cost * entropy
+    return loss, (pg_loss, value_loss, entropy)
+
+
 class VTraceLearner:
     """The loss and the update of the compiled loop, as pure functions of value lists.
 
@@ -110,19 +142,8 @@ class VTraceLearner:
         behaviour_log_probs, _ = log_softmax_and_entropy(unroll.behaviour_logits)
         target_log_probs = action_log_prob(log_probs, unroll.action)
         log_rhos = target_log_probs - action_log_prob(behaviour_log_probs, unroll.action)
-        # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
-        mask = keras.ops.cast(unroll.step_type[:-1] != LAST, "float32")
-        discounts = config.discount * unroll.discount * mask
-        rewards = config.reward_scale * unroll.reward
-        returns = vtrace_returns(keras.ops.stop_gradient(log_rhos), discounts, rewards,
-                                 keras.ops.stop_gradient(values[:-1]),
-                                 keras.ops.stop_gradient(values[-1]), mask=mask,
-                                 lambda_=config.vtrace_lambda)
-        pg_loss = -keras.ops.sum(mask * returns.pg_advantages * target_log_probs)
-        value_loss = 0.5 * keras.ops.sum(mask * keras.ops.square(returns.vs - values[:-1]))
-        entropy = keras.ops.sum(mask * entropy)
-        loss = pg_loss + config.baseline_cost * value_loss - config.entropy_cost * entropy
-        return loss, (non_trainable, (pg_loss, value_loss, entropy))
+        loss, parts = vtrace_loss(config, unroll, target_log_probs, log_rhos, entropy, values)
+        return loss, (non_trainable, parts)
 
     def update(self, params, optimizer_variables, unroll):
         """One gradient step: ``(params, optimizer_variables, LossInfo)``."""

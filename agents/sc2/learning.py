@@ -24,7 +24,7 @@ import numpy as np
 
 from keras_relational import validation
 from keras_relational.agents.compiled import backend
-from keras_relational.agents.compiled.vtrace import vtrace_returns
+from keras_relational.agents.compiled.learning import vtrace_loss
 from keras_relational.agents.sc2.config import COMPILE_MODES
 from keras_relational.models.sc2_agent import composite_log_prob_and_entropy
 
@@ -136,19 +136,7 @@ class SC2VTraceLearner:
         """``(loss, (pg_loss, value_loss, entropy))`` of an :class:`SC2Unroll`."""
         log_probs, entropy, values = self.target(trainable, unroll)
         log_rhos = log_probs - unroll.behaviour_log_prob
-        # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
-        mask = keras.ops.cast(unroll.step_type[:-1] != LAST, "float32")
-        discounts = self.discount * unroll.discount * mask
-        returns = vtrace_returns(keras.ops.stop_gradient(log_rhos), discounts,
-                                 self.reward_scale * unroll.reward,
-                                 keras.ops.stop_gradient(values[:-1]),
-                                 keras.ops.stop_gradient(values[-1]), mask=mask,
-                                 lambda_=self.vtrace_lambda)
-        pg_loss = -keras.ops.sum(mask * returns.pg_advantages * log_probs)
-        value_loss = 0.5 * keras.ops.sum(mask * keras.ops.square(returns.vs - values[:-1]))
-        entropy = keras.ops.sum(mask * entropy)
-        loss = pg_loss + self.baseline_cost * value_loss - self.entropy_cost * entropy
-        return loss, (pg_loss, value_loss, entropy)
+        return vtrace_loss(self, unroll, log_probs, log_rhos, entropy, values)
 
     def update(self, trainable, optimizer_variables, unroll):
         """One gradient step: ``(trainable, optimizer_variables, LossInfo)``."""
