@@ -53,6 +53,24 @@ def environment_config(env_name="original", **env_kwargs):
     return ENVIRONMENT_CONFIGS[env_name](**env_kwargs)
 
 
+def updated_config(config, env_name=None, env_kwargs=None, eval_env_kwargs=None,
+                   **hyperparameters):
+    """``config`` (a :class:`TrainConfig` or a subclass) with ``hyperparameters`` replaced.
+
+    ``env_name`` (``"original"`` or ``"bridge"``) with ``env_kwargs`` / ``eval_env_kwargs``
+    (level parameters, e.g. ``dict(goal_length=(1, 2))``) stand for the environment config
+    objects ``environment`` / ``eval_environment``; given explicitly, those win.
+    """
+    env_name = env_name or config.env_name
+    if env_kwargs is not None or env_name != config.env_name:
+        hyperparameters.setdefault("environment",
+                                   environment_config(env_name, **(env_kwargs or {})))
+    if eval_env_kwargs is not None:
+        hyperparameters.setdefault("eval_environment",
+                                   environment_config(env_name, **eval_env_kwargs))
+    return dataclasses.replace(config, **hyperparameters)
+
+
 def environment_name(config):
     """``"original"`` or ``"bridge"``: the environment an environment config describes."""
     for name, config_class in ENVIRONMENT_CONFIGS.items():

@@ -12,7 +12,6 @@ train-step counter continues). The hyperparameters and their defaults are
 :class:`~keras_relational.agents.config.TrainConfig`.
 """
 
-import dataclasses
 import gc
 import os
 import time
@@ -37,8 +36,8 @@ from keras_relational.agents.config import (
     ALGORITHMS,  # noqa: F401
     OPTIMIZERS,  # noqa: F401
     TrainConfig,
-    environment_config,
     preset_environment,
+    updated_config,
 )
 from keras_relational.agents.curves import CurveFile
 from keras_relational.agents.keras3_network import Keras3Network
@@ -57,14 +56,7 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     objects ``environment`` / ``eval_environment``.
     """
     config = config or TrainConfig()
-    env_name = env_name or config.env_name
-    if env_kwargs is not None or env_name != config.env_name:
-        hyperparameters.setdefault("environment",
-                                   environment_config(env_name, **(env_kwargs or {})))
-    if eval_env_kwargs is not None:
-        hyperparameters.setdefault("eval_environment",
-                                   environment_config(env_name, **eval_env_kwargs))
-    return dataclasses.replace(config, **hyperparameters)
+    return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
 
 
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,

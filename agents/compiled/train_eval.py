@@ -15,7 +15,6 @@ installed) and ``root_dir/result.json``. There are no TF-Agents policies (``poli
 None).
 """
 
-import dataclasses
 import importlib.util
 import os
 import shutil
@@ -26,7 +25,7 @@ from keras_relational.agents.compiled import checkpointing, evaluation, levels, 
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
 from keras_relational.agents.compiled.progress import Progress
-from keras_relational.agents.config import environment_config, preset_environment
+from keras_relational.agents.config import preset_environment, updated_config
 from keras_relational.agents.curves import CurveFile
 
 EVAL_SEED_OFFSET = 10_000  # evaluation levels and sampling: seed + this (as train_eval's)
@@ -50,14 +49,7 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     ``eval_env_kwargs`` as in ``keras_relational.agents.train_eval.make_config``."""
     config = CompiledConfig.from_train_config(config) if config is not None \
         and not isinstance(config, CompiledConfig) else (config or CompiledConfig())
-    env_name = env_name or config.env_name
-    if env_kwargs is not None or env_name != config.env_name:
-        hyperparameters.setdefault("environment",
-                                   environment_config(env_name, **(env_kwargs or {})))
-    if eval_env_kwargs is not None:
-        hyperparameters.setdefault("eval_environment",
-                                   environment_config(env_name, **eval_env_kwargs))
-    return dataclasses.replace(config, **hyperparameters)
+    return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
 
 
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
