@@ -19,6 +19,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.trajectories import trajectory
 
+from keras_relational.agents.sc2 import train_eval as sc2_train_eval
 from keras_relational.agents.sc2.acting import SC2Actor
 from keras_relational.agents.sc2.learning import SC2VTraceLearner, as_tensors
 from keras_relational.agents.sc2.network import SC2Network
@@ -50,6 +51,12 @@ class SpecTinySC2(TinySC2):
         spec.update({name: specs.BoundedArray((), np.int32, 0, SIZES[name] - 1, name)
                      for name in ARGUMENTS})
         return spec
+
+    def argument_mask(self):
+        return ARGUMENTS, MASK
+
+    def close(self):
+        pass
 
     def reward_spec(self):
         return specs.Array((), np.float32, "reward")
@@ -186,6 +193,7 @@ def test_two_train_steps_through_a_driver():
         [SpecTinySC2(5), SpecTinySC2(6)], lambda: sc2_agent(**SMALL), ARGUMENTS, MASK,
         unroll_length=3, learning_rate=1e-3, use_tf_function=False)
     before = [np.array(v.value) for v in trainer.keras_model.trainable_variables]
+    # SpecTinySC2.step asserts that the function is available and the arguments in range.
     infos = [trainer.train_step() for _ in range(2)]
     assert all(np.isfinite(x) for info in infos for x in info), infos
     assert trainer.episode_count >= 2 and trainer.mean_return() is not None  # 3-step episodes
@@ -193,3 +201,16 @@ def test_two_train_steps_through_a_driver():
              for b, v in zip(before, trainer.keras_model.trainable_variables, strict=True)]
     assert sum(moved) > len(moved) // 2, f"{sum(moved)} of {len(moved)} weights moved"
     trainer.close()
+
+
+def test_train_eval_with_the_tf_agents_trainer_exports_the_greedy_policy(tmp_path):
+    lines = []
+    result = sc2_train_eval.train_eval(
+        str(tmp_path), trainer="tf_agents", compile_mode="eager", num_envs=2, unroll_length=2,
+        num_iterations=1, screen_size=SIZE, environments=[SpecTinySC2(7), SpecTinySC2(8)],
+        model_kwargs={k: v for k, v in SMALL.items() if k not in ("screen_size", "num_functions",
+                                                                   "num_blocks", "num_heads")},
+        num_blocks=1, num_heads=1, print_fn=lines.append)
+    assert "tf_agents trainer" in lines[0] and lines[-1].startswith("update 1: loss"), lines
+    assert np.isfinite(result["loss"]["loss"]) and result["config"]["trainer"] == "tf_agents"
+    assert os.path.exists(os.path.join(result["policy_dir"], "saved_model.pb"))
