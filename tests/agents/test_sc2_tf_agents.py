@@ -203,14 +203,15 @@ def test_two_train_steps_through_a_driver():
     trainer.close()
 
 
-def test_train_eval_with_the_tf_agents_trainer_exports_the_greedy_policy(tmp_path):
+@pytest.mark.parametrize("trainer", ["tf_agents", "compiled"])
+def test_train_eval_with_either_trainer_exports_the_greedy_policy(tmp_path, trainer):
     lines = []
     result = sc2_train_eval.train_eval(
-        str(tmp_path), trainer="tf_agents", compile_mode="eager", num_envs=2, unroll_length=2,
+        str(tmp_path), trainer=trainer, compile_mode="eager", num_envs=2, unroll_length=2,
         num_iterations=1, screen_size=SIZE, environments=[SpecTinySC2(7), SpecTinySC2(8)],
         model_kwargs={k: v for k, v in SMALL.items() if k not in ("screen_size", "num_functions",
                                                                    "num_blocks", "num_heads")},
         num_blocks=1, num_heads=1, print_fn=lines.append)
-    assert "tf_agents trainer" in lines[0] and lines[-1].startswith("update 1: loss"), lines
-    assert np.isfinite(result["loss"]["loss"]) and result["config"]["trainer"] == "tf_agents"
+    assert f"{trainer} trainer" in lines[0] and lines[-1].startswith("update 1: loss"), lines
+    assert np.isfinite(result["loss"]["loss"]) and result["config"]["trainer"] == trainer
     assert os.path.exists(os.path.join(result["policy_dir"], "saved_model.pb"))

@@ -33,8 +33,10 @@ def test_tf_agents_train_steps_through_a_driver_on_mock_env():
     # policy) on pysc2's mock, in a fresh process for the protobuf variable.
     env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
                KERAS_BACKEND="tensorflow")
+    # About 25 s of CPU (TensorFlow and TF-Agents imports included); the generous limit is for
+    # a loaded machine.
     result = subprocess.run([sys.executable, TF_AGENTS_CHECK], capture_output=True, text=True,
-                            env=env, timeout=300)
+                            env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "train step 2: loss" in result.stdout and "tf_agents ok" in result.stdout
 
