@@ -24,7 +24,7 @@ from keras_relational.agents.sc2.acting import SC2Actor
 from keras_relational.agents.sc2.learning import SC2VTraceLearner, as_tensors
 from keras_relational.agents.sc2.network import SC2Network
 from keras_relational.agents.sc2.policy import ARGUMENTS
-from keras_relational.agents.sc2.tf_agents_agent import TFAgentsSC2Trainer, sc2_vtrace_agent
+from keras_relational.agents.sc2.tf_agents_agent import sc2_vtrace_agent
 from keras_relational.agents.sc2.tf_agents_policy import SC2Policy
 from keras_relational.agents.vtrace_agent import VTraceAgent
 from keras_relational.models.sc2_agent import sc2_agent
@@ -187,22 +187,6 @@ def test_tf_agents_loss_equals_the_compiled_sc2_learner_loss():
                                    err_msg=variable.path)
 
 
-def test_two_train_steps_through_a_driver():
-    keras.utils.set_random_seed(3)
-    trainer = TFAgentsSC2Trainer(
-        [SpecTinySC2(5), SpecTinySC2(6)], lambda: sc2_agent(**SMALL), ARGUMENTS, MASK,
-        unroll_length=3, learning_rate=1e-3, use_tf_function=False)
-    before = [np.array(v.value) for v in trainer.keras_model.trainable_variables]
-    # SpecTinySC2.step asserts that the function is available and the arguments in range.
-    infos = [trainer.train_step() for _ in range(2)]
-    assert all(np.isfinite(x) for info in infos for x in info), infos
-    assert trainer.episode_count >= 2 and trainer.mean_return() is not None  # 3-step episodes
-    moved = [not np.allclose(b, np.asarray(v.value))
-             for b, v in zip(before, trainer.keras_model.trainable_variables, strict=True)]
-    assert sum(moved) > len(moved) // 2, f"{sum(moved)} of {len(moved)} weights moved"
-    trainer.close()
-
-
 @pytest.mark.parametrize("trainer", ["tf_agents", "compiled"])
 def test_train_eval_with_either_trainer_exports_the_greedy_policy(tmp_path, trainer):
     lines = []
@@ -215,3 +199,7 @@ def test_train_eval_with_either_trainer_exports_the_greedy_policy(tmp_path, trai
     assert f"{trainer} trainer" in lines[0] and lines[-1].startswith("update 1: loss"), lines
     assert np.isfinite(result["loss"]["loss"]) and result["config"]["trainer"] == trainer
     assert os.path.exists(os.path.join(result["policy_dir"], "saved_model.pb"))
+    # The TF-Agents trainer's driver acted with SC2Policy (SpecTinySC2.step asserts that the
+    # function is available and the arguments in range); sc2_tf_agents_check.py runs two of its
+    # train steps on pysc2's mock and checks that the weights moved.
+    assert result["updates"] == 1

@@ -31,14 +31,14 @@ def main():
         environments, lambda: sc2_agent(screen_size=SIZE, num_functions=mask.shape[0], **TINY),
         names, mask, unroll_length=3, learning_rate=1e-3, use_tf_function=False)
     print(f"built {time.time() - START:.1f} s")
-    before = [np.array(v.value) for v in trainer.keras_model.trainable_variables]
+    before = [keras.ops.convert_to_numpy(v.value) for v in trainer.keras_model.trainable_variables]
     for step in range(2):
         # SC2Environment.step raises on an unavailable function or an argument out of range.
         info = trainer.train_step()
         assert all(np.isfinite(x) for x in info), info
         print(f"train step {step + 1}: loss {info.loss:.4f}, {time.time() - START:.1f} s")
     assert trainer.episode_count >= 2, trainer.episode_count  # 2-step episodes
-    moved = sum(not np.allclose(b, np.asarray(v.value)) for b, v in
+    moved = sum(not np.allclose(b, keras.ops.convert_to_numpy(v.value)) for b, v in
                 zip(before, trainer.keras_model.trainable_variables, strict=True))
     assert moved > len(before) // 2, (moved, len(before))
     trainer.close()
