@@ -1,12 +1,11 @@
 """Exports of a trained agent: PolicySaver SavedModels and the Keras 3 network."""
 
 import os
-import shutil
 
 from tf_agents.policies import greedy_policy, policy_saver
 from tf_agents.train import learner
 
-from keras_relational import faults
+from keras_relational.agents import directories
 
 
 def export_policies(tf_agent, policies_dir, train_step):
@@ -29,17 +28,7 @@ def export_policies(tf_agent, policies_dir, train_step):
                 learner.GREEDY_POLICY_SAVED_MODEL_DIR: greedy_policy.GreedyPolicy(raw)}
     for name, policy in policies.items():
         saver = policy_saver.PolicySaver(policy, train_step=train_step)
-        path = os.path.join(policies_dir, name)
-        partial = path + ".partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        saver.save(partial)
-        faults.point("export")  # the fault tests kill here: the old export must survive
-        old = path + ".old"
-        shutil.rmtree(old, ignore_errors=True)
-        if os.path.exists(path):
-            os.replace(path, old)
-        os.replace(partial, path)
-        shutil.rmtree(old, ignore_errors=True)
+        directories.replace_directory(os.path.join(policies_dir, name), saver.save)
         if name == learner.RAW_POLICY_SAVED_MODEL_DIR:
             saver.save_checkpoint(os.path.join(
                 policies_dir, learner.POLICY_CHECKPOINT_DIR,

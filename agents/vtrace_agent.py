@@ -16,6 +16,22 @@ VTraceLossInfo = collections.namedtuple(
     "VTraceLossInfo", ["policy_gradient_loss", "value_loss", "entropy", "gradient_norm"])
 
 
+def categorical_target(network, trajectory):
+    """The default target of :class:`VTraceAgent`: one ``Categorical`` over scalar actions.
+
+    ``network`` returns ``((logits, value), state)``; the behaviour policy's logits are
+    ``trajectory.policy_info["logits"]`` (:class:`ActorCriticPolicy` records them). Returns
+    ``(target_log_probs, behaviour_log_probs, entropy)`` ``[T, B]`` and ``values [T+1, B]`` of
+    the time-major ``trajectory`` ``[T+1, B]``.
+    """
+    (logits, values), _ = network(trajectory.observation, step_type=trajectory.step_type,
+                                  training=True)
+    actions = trajectory.action[:-1]
+    target = tfp.distributions.Categorical(logits=logits[:-1])
+    behaviour = tfp.distributions.Categorical(logits=trajectory.policy_info["logits"][:-1])
+    return target.log_prob(actions), behaviour.log_prob(actions), target.entropy(), values
+
+
 def impala_rmsprop(learning_rate):
     """RMSProp as IMPALA / Zambaldi et al. / Clift et al.: decay 0.99, momentum 0, epsilon 0.1."""
     return tf.keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, momentum=0.0,
@@ -26,8 +42,12 @@ class VTraceAgent(tf_agent.TFAgent):
     """Off-policy actor-critic with V-trace targets (Espeholt et al. 2018), as a ``TFAgent``.
 
     Trains on batches of trajectories ``[B, T+1]`` (consecutive unrolls overlapping by one step)
-    collected by :attr:`collect_policy`, whose ``policy_info["logits"]`` records the behaviour
-    policy. The loss, summed over time and batch as in IMPALA, is
+    collected by :attr:`collect_policy`, whose ``policy_info`` records the behaviour policy. The
+    policy's distribution is a hook, ``target_fn``: by default one ``Categorical`` over scalar
+    actions (:func:`categorical_target`, :class:`ActorCriticPolicy`); another action
+    distribution brings its own ``target_fn`` and policies (the StarCraft II agent's composite
+    one: :mod:`keras_relational.agents.sc2.tf_agents_agent`). The loss, summed over time and
+    batch as in IMPALA, is
 
     ``-sum rho_s A_s log pi(a_s|x_s) + baseline_cost * 0.5 sum (v_s - V(x_s))^2
     - entropy_cost * sum H(pi(.|x_s))``
@@ -37,9 +57,11 @@ class VTraceAgent(tf_agent.TFAgent):
     value of its last observation.
 
     Args:
-        time_step_spec, action_spec: the environment's specs (scalar discrete actions).
+        time_step_spec, action_spec: the environment's specs (scalar discrete actions unless
+            ``target_fn`` is given).
         network: a TF-Agents network returning ``((logits, value), state)``, e.g.
-            :class:`Keras3Network` around a model from ``keras_relational.models``.
+            :class:`Keras3Network` around a model from ``keras_relational.models`` (or what
+            ``target_fn`` reads).
         optimizer: a tf-keras optimizer; :func:`impala_rmsprop` gives the papers' settings. A
             ``tf.keras.mixed_precision.LossScaleOptimizer`` (for float16 networks) scales the
             loss and unscales the gradients before they are clipped.
@@ -54,6 +76,15 @@ class VTraceAgent(tf_agent.TFAgent):
         lambda_: IMPALA's lambda (1: the papers' V-trace; see :func:`vtrace_returns`).
         jit_compile: compile the loss and gradient computation with XLA.
         train_step_counter: optional ``tf.Variable`` counting train steps.
+        target_fn: ``target_fn(network, trajectory)`` -> ``(target_log_probs,
+            behaviour_log_probs, entropy)`` ``[T, B]`` and ``values [T+1, B]`` of a time-major
+            trajectory ``[T+1, B]``, under the network's current weights (called inside the
+            gradient tape). None: :func:`categorical_target`.
+        collect_policy, policy: the policies of a ``target_fn`` (both required with one; the
+            collect policy's ``policy_info`` must hold what ``target_fn`` reads). None:
+            :class:`ActorCriticPolicy` and its greedy version.
+        use_tf_function: run the loss in a ``tf.function`` (False: op by op, which skips the
+            trace; short CPU runs of large graphs).
     """
 
     def __init__(self, time_step_spec, action_spec, network, optimizer,
@@ -63,11 +94,21 @@ class VTraceAgent(tf_agent.TFAgent):
                  reward_scale=TrainConfig.reward_scale, clip_rho_threshold=1.0,
                  clip_c_threshold=1.0, clip_pg_rho_threshold=1.0,
                  lambda_=TrainConfig.vtrace_lambda, jit_compile=True, train_step_counter=None,
+                 target_fn=None, collect_policy=None, policy=None, use_tf_function=True,
                  name=None):
         tf.Module.__init__(self, name=name)
-        if action_spec.shape.rank != 0 or not action_spec.dtype.is_integer:
-            raise ValueError(
-                f"VTraceAgent needs a scalar integer `action_spec`, received {action_spec}.")
+        if target_fn is None:
+            if collect_policy is not None or policy is not None:
+                raise ValueError("VTraceAgent: `collect_policy` and `policy` go with a "
+                                 "`target_fn` (the default target makes its own policies); "
+                                 "received target_fn=None.")
+            if action_spec.shape.rank != 0 or not action_spec.dtype.is_integer:
+                raise ValueError(
+                    f"VTraceAgent needs a scalar integer `action_spec`, received {action_spec}.")
+        elif collect_policy is None or policy is None:
+            raise ValueError("VTraceAgent: a `target_fn` needs its `collect_policy` and `policy`"
+                             f"; received collect_policy={collect_policy!r}, policy={policy!r}.")
+        self._target_fn = categorical_target if target_fn is None else target_fn
         network.create_variables(time_step_spec.observation)
         self._network = network
         self._optimizer = optimizer
@@ -81,15 +122,17 @@ class VTraceAgent(tf_agent.TFAgent):
                                      clip_c_threshold=clip_c_threshold,
                                      clip_pg_rho_threshold=clip_pg_rho_threshold,
                                      lambda_=lambda_)
-        collect_policy = ActorCriticPolicy(time_step_spec, action_spec, network)
-        policy = greedy_policy.GreedyPolicy(collect_policy)
+        if target_fn is None:
+            collect_policy = ActorCriticPolicy(time_step_spec, action_spec, network)
+            policy = greedy_policy.GreedyPolicy(collect_policy)
         super().__init__(time_step_spec, action_spec, policy, collect_policy,
                          train_sequence_length=None, train_step_counter=train_step_counter)
         # No tensor-dependent Python control flow here: autograph would only re-compile the
         # source of what it calls (TF-Agents' Network.__call__, whose `state is not ()` then
         # raises a SyntaxWarning).
-        self._loss_and_gradients = tf.function(self._loss_and_gradients_impl,
-                                               jit_compile=jit_compile, autograph=False)
+        self._loss_and_gradients = tf.function(
+            self._loss_and_gradients_impl, jit_compile=jit_compile, autograph=False,
+        ) if use_tf_function else self._loss_and_gradients_impl
 
     @property
     def network(self):
@@ -105,15 +148,9 @@ class VTraceAgent(tf_agent.TFAgent):
             lambda x: tf.transpose(x, [1, 0, *range(2, x.shape.rank)]), t)
         traj = to_time_major(experience)
         with tf.GradientTape() as tape:
-            (logits, values), _ = self._network(traj.observation, step_type=traj.step_type,
-                                                training=True)
-            actions = traj.action[:-1]
-            target_logits = logits[:-1]
-            behaviour_logits = traj.policy_info["logits"][:-1]
-            target = tfp.distributions.Categorical(logits=target_logits)
-            behaviour = tfp.distributions.Categorical(logits=behaviour_logits)
-            target_log_probs = target.log_prob(actions)
-            log_rhos = target_log_probs - behaviour.log_prob(actions)
+            target_log_probs, behaviour_log_probs, target_entropy, values = self._target_fn(
+                self._network, traj)
+            log_rhos = target_log_probs - behaviour_log_probs
             # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
             mask = tf.cast(~tf.equal(traj.step_type[:-1], ts.StepType.LAST), tf.float32)
             discounts = self._discount * traj.discount[:-1] * mask
@@ -124,7 +161,7 @@ class VTraceAgent(tf_agent.TFAgent):
                                      **self._clip_thresholds)
             pg_loss = -tf.reduce_sum(mask * returns.pg_advantages * target_log_probs)
             value_loss = 0.5 * tf.reduce_sum(mask * tf.square(returns.vs - values[:-1]))
-            entropy = tf.reduce_sum(mask * target.entropy())
+            entropy = tf.reduce_sum(mask * target_entropy)
             loss = pg_loss + self._baseline_cost * value_loss - self._entropy_cost * entropy
             if self._loss_scaled:
                 scaled_loss = self._optimizer.get_scaled_loss(loss)

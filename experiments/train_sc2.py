@@ -7,6 +7,9 @@ r"""Trains Zambaldi et al. (2019)'s StarCraft II agent on a mini-game with V-tra
         --num_envs=2 --unroll_length=4 --num_iterations=2 --screen_size=8 --tiny_model \
         --compile_mode=eager
 
+``--trainer=tf_agents`` trains through TF-Agents (the V-trace agent with the composite action
+distribution, a recurrent TF-Agents network and a ``PyDriver``) instead of the ``keras.ops``
+learner (``--trainer=compiled``, the default); the outputs are the same.
 ``--map`` is one of the seven mini-games of their Table 1; the defaults are their Table 2
 settings and one value of each Table 4 sweep. The game itself is found through ``SC2PATH``
 (a clear error names it when it is missing); ``--mock`` plays pysc2's mock environment
@@ -28,7 +31,7 @@ import sys  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
-from keras_relational.agents.sc2.config import COMPILE_MODES, SC2Config  # noqa: E402
+from keras_relational.agents.sc2.config import COMPILE_MODES, TRAINERS, SC2Config  # noqa: E402
 from keras_relational.environments.sc2.maps import MINI_GAMES  # noqa: E402
 
 PROTOBUF_VARIABLE = "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"
@@ -38,7 +41,7 @@ flags.DEFINE_string("root_dir", "/tmp/keras_relational_sc2", "Output directory."
 flags.DEFINE_bool("tiny_model", False, "Tiny internal sizes (stem 4, ConvLSTM 8, key size 8, "
                   "g_theta 16): smoke runs only, not the paper's agent.")
 _CHOICES = {"map_name": MINI_GAMES, "core": ("relational", "control"),
-            "compile_mode": COMPILE_MODES}
+            "compile_mode": COMPILE_MODES, "trainer": TRAINERS}
 TINY_MODEL = dict(stem_channels=4, lstm_channels=8, key_dim=8, mlp_units=(16,))
 
 for _field in dataclasses.fields(SC2Config):

@@ -2,13 +2,18 @@
 
 The agent (:func:`keras_relational.models.sc2_agent.sc2_agent`) on pysc2 environments
 (:class:`keras_relational.environments.sc2.SC2Environment`), trained with V-trace (Espeholt et
-al. 2018) on its composite action distribution, in ``keras.ops`` as the compiled loop's learner:
+al. 2018) on its composite action distribution, in ``keras.ops`` as the compiled loop's learner
+or through TF-Agents' V-trace agent:
 
 * ``learning``: :class:`SC2Unroll`, the composite V-trace loss and update
   (:class:`SC2VTraceLearner`);
 * ``acting``: :class:`SC2Actor`, two-stage sampling (function id, then its arguments) on ``B``
   environments;
 * ``policy``: the greedy policy as one Keras model and its SavedModel export;
+* ``network``, ``tf_agents_policy``, ``tf_agents_agent``: the TF-Agents route
+  (``--trainer=tf_agents``): :class:`SC2Network` (the recurrent TF-Agents network),
+  :class:`SC2Policy` (two-stage sampling), the V-trace agent with the composite target and
+  :class:`TFAgentsSC2Trainer` (a ``PyDriver`` and ``agent.train``);
 * ``train_eval``: the loop that puts them together (the ``train_sc2`` binary).
 
 Needs no pysc2 itself; the environments do (``pip install 'keras-relational[sc2]'``).

@@ -21,6 +21,9 @@ from keras_relational.environments.sc2.maps import MINI_GAMES
 
 # How the learner's update runs (SC2VTraceLearner's compile_mode).
 COMPILE_MODES = ("xla", "graph", "eager")
+# Which V-trace learner trains: the keras.ops one (agents.sc2.learning) or TF-Agents' agent
+# (agents.sc2.tf_agents_agent).
+TRAINERS = ("compiled", "tf_agents")
 
 
 def _field(default, help):  # noqa: A002  (absl's name for a flag's description)
@@ -50,6 +53,9 @@ class SC2Config:
                               "not stated in the paper).")
     step_mul: int = _field(8, "Game steps per agent step (SC2LE's default; not in the paper).")
     mock_episode_length: int = _field(10, "Steps per episode of the mock environment.")
+    trainer: str = _field("compiled", "The V-trace learner: 'compiled' (keras.ops, "
+                          "TensorFlow or JAX) or 'tf_agents' (TF-Agents' VTraceAgent with the "
+                          "composite target, a PyDriver; TensorFlow only).")
     compile_mode: str = _field("xla", f"The update: one of {COMPILE_MODES} ('eager' skips "
                                "tracing: short CPU runs).")
     log_interval: int = _field(10, "Updates between progress lines.")
@@ -59,6 +65,7 @@ class SC2Config:
         validation.check_choice("SC2Config", "map_name", self.map_name, MINI_GAMES)
         validation.check_choice("SC2Config", "core", self.core, ("relational", "control"))
         validation.check_choice("SC2Config", "compile_mode", self.compile_mode, COMPILE_MODES)
+        validation.check_choice("SC2Config", "trainer", self.trainer, TRAINERS)
         for name in ("num_envs", "unroll_length", "num_iterations", "num_heads", "num_blocks",
                      "screen_size", "step_mul", "mock_episode_length", "log_interval"):
             validation.check_positive_int("SC2Config", name, getattr(self, name))

@@ -46,11 +46,13 @@ LossInfo = collections.namedtuple(
     "LossInfo", ["loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm"])
 
 
-def replay(model, unroll, training=False):
+def replay(model, unroll, training=False, return_state=False):
     """The trunk's outputs along ``unroll`` with the current values of ``model``'s variables.
 
-    Returns a dict of ``[T+1, B, ...]`` tensors: ``function_logits`` (masked), ``value``, and the
-    ``shared`` and ``spatial`` features the argument heads take. Call it inside a
+    ``unroll`` needs only ``observation``, ``step_type`` and ``state`` (time-major). Returns a
+    dict of ``[T+1, B, ...]`` tensors: ``function_logits`` (masked), ``value``, and the
+    ``shared`` and ``spatial`` features the argument heads take; with ``return_state`` also
+    the ConvLSTM state ``(h, c)`` after the last step. Call it inside a
     ``keras.StatelessScope`` to evaluate other weights (the learner does). The loop over time is
     unrolled in the traced graph (``T`` is static), so the graph grows with the unroll length.
     """
@@ -68,7 +70,32 @@ def replay(model, unroll, training=False):
         h, c = out["state_h"], out["state_c"]
         for key in ("function_logits", "value", "shared", "spatial"):
             outputs[key].append(out[key])
-    return {key: keras.ops.stack(values) for key, values in outputs.items()}
+    outputs = {key: keras.ops.stack(values) for key, values in outputs.items()}
+    return (outputs, (h, c)) if return_state else outputs
+
+
+def score_actions(heads, replayed, action, argument_mask, training=False):
+    """``(log_prob, entropy)`` ``[T, B]`` of the composite actions taken along an unroll.
+
+    The argument heads (``model.get_layer("sc2_argument_heads")``, or any callable taking their
+    input dict) score the arguments of the taken functions for all ``T x B`` steps at once, from
+    :func:`replay` 's ``shared`` and ``spatial`` features ``[T+1, B, ...]`` (the bootstrap step
+    is left out); ``action`` is a dict of ``[T, B]`` ints;
+    :func:`~keras_relational.models.sc2_agent.composite_log_prob_and_entropy` does the rest.
+    The SC2 learner and the TF-Agents route both score actions here.
+    """
+    steps, batch = action["function"].shape[0], action["function"].shape[1]
+
+    def flat(x):
+        return keras.ops.reshape(x[:-1], (steps * batch, *x.shape[2:]))
+
+    action = {key: keras.ops.reshape(value, (steps * batch,)) for key, value in action.items()}
+    args = dict(heads({"shared": flat(replayed["shared"]), "spatial": flat(replayed["spatial"]),
+                       "function_id": action["function"]}, training=training))
+    args["function_logits"] = flat(replayed["function_logits"])
+    log_prob, entropy = composite_log_prob_and_entropy(args, action, argument_mask)
+    return (keras.ops.reshape(log_prob, (steps, batch)),
+            keras.ops.reshape(entropy, (steps, batch)))
 
 
 class SC2VTraceLearner:
@@ -117,20 +144,10 @@ class SC2VTraceLearner:
         mapping = list(zip(self.model.trainable_variables, trainable, strict=True))
         with keras.StatelessScope(state_mapping=mapping):
             out = replay(self.model, unroll, training=True)
-            steps, batch = unroll.step_type.shape[0] - 1, unroll.step_type.shape[1]
-
-            def flat(x):
-                return keras.ops.reshape(x[:-1], (steps * batch, *x.shape[2:]))
-
-            action = {key: keras.ops.reshape(value, (steps * batch,))
-                      for key, value in unroll.action.items()}
-            args = self.model.get_layer("sc2_argument_heads")({
-                "shared": flat(out["shared"]), "spatial": flat(out["spatial"]),
-                "function_id": action["function"]}, training=True)
-        args["function_logits"] = flat(out["function_logits"])
-        log_prob, entropy = composite_log_prob_and_entropy(args, action, self.argument_mask)
-        return (keras.ops.reshape(log_prob, (steps, batch)),
-                keras.ops.reshape(entropy, (steps, batch)), out["value"])
+            log_prob, entropy = score_actions(
+                self.model.get_layer("sc2_argument_heads"), out, unroll.action,
+                self.argument_mask, training=True)
+        return log_prob, entropy, out["value"]
 
     def loss(self, trainable, unroll):
         """``(loss, (pg_loss, value_loss, entropy))`` of an :class:`SC2Unroll`."""

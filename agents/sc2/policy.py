@@ -15,11 +15,9 @@ ignored by the environment). :func:`export_policy` writes it as a TensorFlow Sav
     outputs["function"], outputs["screen"], outputs["state_h"]
 """
 
-import os
-import shutil
-
 import keras
 
+from keras_relational.agents import directories
 from keras_relational.models.sc2_agent import NON_SPATIAL_ARGUMENTS, SPATIAL_ARGUMENTS
 
 ARGUMENTS = SPATIAL_ARGUMENTS + tuple(name for name, _ in NON_SPATIAL_ARGUMENTS)
@@ -45,14 +43,7 @@ def greedy_policy(model):
 def export_policy(model, directory):
     """Writes :func:`greedy_policy` of ``model`` as a SavedModel at ``directory`` (endpoint
     ``serve``); written next to it first and then moved, so an interrupted export never leaves
-    a half-written policy. Returns ``directory``."""
-    partial = directory + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    greedy_policy(model).export(partial, verbose=False)
-    old = directory + ".old"
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(directory):
-        os.replace(directory, old)
-    os.replace(partial, directory)
-    shutil.rmtree(old, ignore_errors=True)
-    return directory
+    a half-written policy (:func:`~keras_relational.agents.directories.replace_directory`, with
+    its ``export`` fault point). Returns ``directory``."""
+    return directories.replace_directory(
+        directory, lambda partial: greedy_policy(model).export(partial, verbose=False))

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.skipif(
 
 CHECK = os.path.join(os.path.dirname(__file__), "sc2_mock_check.py")
 POLICY_CHECK = os.path.join(os.path.dirname(__file__), "sc2_policy_check.py")
+TF_AGENTS_CHECK = os.path.join(os.path.dirname(__file__), "sc2_tf_agents_check.py")
 SIZE = 8
 
 
@@ -25,6 +26,19 @@ def test_adapter_conformance_and_agent_on_mock_env():
                             timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "agent ok" in result.stdout
+
+
+def test_tf_agents_train_steps_through_a_driver_on_mock_env():
+    # The TF-Agents route (V-trace agent, composite target, PyDriver with the two-stage
+    # policy) on pysc2's mock, in a fresh process for the protobuf variable.
+    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
+               KERAS_BACKEND="tensorflow")
+    # About 25 s of CPU (TensorFlow and TF-Agents imports included); the generous limit is for
+    # a loaded machine.
+    result = subprocess.run([sys.executable, TF_AGENTS_CHECK], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "train step 2: loss" in result.stdout and "tf_agents ok" in result.stdout
 
 
 def test_import_helper_names_the_protobuf_variable():

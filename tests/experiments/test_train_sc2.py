@@ -28,6 +28,7 @@ def test_help_lists_the_seven_maps_and_a_bad_map_is_refused(tmp_path):
     result = subprocess.run(BINARY + ["--helpfull"], capture_output=True, text=True,
                             timeout=120)
     assert all(name in result.stdout for name in MINI_GAMES), result.stdout[-2000:]
+    assert "--trainer" in result.stdout and "tf_agents" in result.stdout
     bad = subprocess.run(BINARY + ["--map=Zerg"], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "--map" in bad.stderr
 
