@@ -106,7 +106,7 @@ RANGES = {
     "learning_rate": (0, None), "discount": (0, 1), "entropy_cost": (0, None),
     "baseline_cost": (0, None), "gradient_clip_norm": (0, None), "reward_scale": (0, None),
     "vtrace_lambda": (0, 1), "ppo_epochs": (1, None), "checkpoint_interval": (1, None),
-    "policy_save_interval": (1, None), "log_interval": (1, None), "eval_interval": (0, None),
+    "policy_save_interval": (0, None), "log_interval": (1, None), "eval_interval": (0, None),
     "eval_episodes": (0, None), "eval_num_envs": (1, None), "num_ray_actors": (0, None),
     "weight_sync_interval": (1, None), "max_seconds": (0, None), "seed": (0, 2**32 - 1),
 }
@@ -177,7 +177,10 @@ class TrainConfig:
         None, "V-trace: the actors (in-process or Ray) act through an XLA-compiled forward pass "
         "(default: on for V-trace, off for PPO; --noactor_jit_compile turns it off).")
     checkpoint_interval: int = _field(100, "Updates between checkpoints.")
-    policy_save_interval: int = _field(1000, "Updates between policy exports.")
+    policy_save_interval: int = _field(
+        1000, "Updates between the policy checkpoints of TF-Agents' PolicySavedModelTrigger "
+        "(which also writes initial-weight policy SavedModels when training starts); 0: no "
+        "trigger. The final exports of the trained policies are written either way.")
     log_interval: int = _field(10, "Updates between progress lines.")
     eval_interval: int = _field(0, "Updates between evaluations (0: at the end only).")
     eval_episodes: int = _field(100, "Episodes per evaluation.")

@@ -118,15 +118,18 @@ def make_learner(root_dir, config, agent, unrolls, train_step, actor_state=None)
     Summaries and checkpoints go under ``root_dir/train`` (restored from there when present:
     re-running resumes), each checkpoint with ``actor_state`` 's file when given; TF-Agents'
     ``PolicySavedModelTrigger`` writes policy checkpoints under ``root_dir/policies`` every
-    ``config.policy_save_interval`` steps.
+    ``config.policy_save_interval`` steps (none when it is 0: the trigger's SavedModels, traced
+    when it is created, cost most of a tiny run, and ``export.export_policies`` replaces them).
     """
-    policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
+    learner_triggers = []
+    if config.policy_save_interval > 0:
+        policies_dir = os.path.join(root_dir, learner.POLICY_SAVED_MODEL_DIR)
+        learner_triggers.append(triggers.PolicySavedModelTrigger(
+            policies_dir, agent, train_step, interval=config.policy_save_interval))
     return GuardedLearner(
         root_dir, train_step, agent, experience_dataset_fn=unrolls.as_dataset,
         checkpoint_interval=config.checkpoint_interval, summary_interval=config.log_interval,
-        triggers=[triggers.PolicySavedModelTrigger(policies_dir, agent, train_step,
-                                                   interval=config.policy_save_interval)],
-        actor_state=actor_state)
+        triggers=learner_triggers, actor_state=actor_state)
 
 
 def save_checkpoint(root_dir, agent, train_step, actor_state=None):

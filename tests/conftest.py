@@ -59,7 +59,8 @@ def pytest_collection_modifyitems(config, items):
     if _steals_work(config):
         # The `slow` tests first (a stable sort: each module's tests keep their order, so a
         # module-scoped fixture shared by its slow tests is still set up once). With work
-        # stealing (the Makefile's `--dist=worksteal`) the run then ends with short tests that
+        # stealing (`make test PYTEST_ARGS=--dist=worksteal`; `make test` itself uses xdist's
+        # default load scheduling, see the Makefile) the run then ends with short tests that
         # the two workers share out, not with one worker in a minute-long test while the other
         # idles. Only then: `--dist=load` hands each worker a block of consecutive tests first,
         # and would give one worker every slow test.

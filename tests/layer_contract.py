@@ -9,7 +9,9 @@
 4. one ``model.fit`` step with ``jit_compile=True`` runs, gives a finite loss and changes weights;
 5. in a *fresh Python process* running the JAX backend: the ``model.export`` SavedModel
    reloaded with ``tf.saved_model.load`` gives the same outputs as TF, and the ``.keras`` file
-   loaded under JAX gives the same forward pass (atol 1e-5).
+   loaded under JAX gives the same forward pass (atol 1e-5). The process is forked, per check,
+   from a server that has only made the imports (one per backend and test process:
+   ``fresh_process_check.py --serve``).
 
 The mixed-precision part (``check_mixed_precision``, run for every layer by
 ``tests/layers/test_mixed_precision.py`` over the cases of ``tests/mixed_precision_cases.py``):
@@ -19,11 +21,14 @@ and outputs within ``MIXED_PRECISION_TOLERANCE`` of float32.
 The individual checks are public too, for layers that need a custom model around them.
 """
 
+import atexit
 import inspect
 import json
 import os
+import select
 import subprocess
 import sys
+import tempfile
 
 import keras
 import numpy as np
@@ -268,20 +273,65 @@ def check_mixed_precision(make_layer, args, call_kwargs=None, policies=None, see
     return failures
 
 
+def _fresh_process_env(backend):
+    env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
+    return env
+
+
 def run_fresh_process(args, backend):
     """Runs ``python *args`` in a fresh process under the Keras ``backend`` (CPU, Keras 3).
 
     ``tests/`` is on its path and the repository root is its working directory. Fails the test
     with the process's output if it exits with an error; returns the ``CompletedProcess``.
     """
-    env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
-    result = subprocess.run([sys.executable, *args], env=env, cwd=_REPO_ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, *args], env=_fresh_process_env(backend),
+                            cwd=_REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, (
         f"fresh process failed:\n{result.stdout}\n{result.stderr[-4000:]}")
     return result
+
+
+_SERVERS = {}  # backend -> (this test process's `fresh_process_check.py --serve`, its stderr)
+
+
+def _stop_servers():
+    for server, _ in _SERVERS.values():
+        server.stdin.close()  # the server's loop ends
+        server.wait(timeout=60)
+
+
+atexit.register(_stop_servers)
+
+
+def run_fresh_job(job_path, backend, timeout=300):
+    """Runs ``fresh_process_check.py``'s job ``job_path`` in a process forked from the server of
+    ``backend`` (started on first use); fails the test with the job's output if it fails."""
+    server, stderr = _SERVERS.get(backend, (None, None))
+    if server is None or server.poll() is not None:
+        stderr = tempfile.TemporaryFile()
+        server = subprocess.Popen(
+            [sys.executable, _FRESH_PROCESS_SCRIPT, "--serve"], env=_fresh_process_env(backend),
+            cwd=_REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            text=True)
+        _SERVERS[backend] = (server, stderr)
+    server.stdin.write(job_path + "\n")
+    server.stdin.flush()
+    if not select.select([server.stdout], [], [], timeout)[0]:
+        server.kill()
+        raise AssertionError(f"fresh process: no result within {timeout} s for {job_path}")
+    code = server.stdout.readline().strip()
+    if not code:  # the server itself exited (e.g. an import failed): its own output
+        server.wait(timeout=60)
+        stderr.seek(0)
+        output = stderr.read().decode(errors="replace")
+        raise AssertionError(f"fresh process server exited with code {server.returncode}:\n"
+                             f"{output[-4000:]}")
+    if code != "0":
+        with open(job_path + ".log") as f:
+            output = f.read()
+        raise AssertionError(f"fresh process failed (exit code {code}):\n{output[-4000:]}")
 
 
 def check_fresh_process(model, input_data, tmp_path, atol=1e-5, jax=True, saved_model=True,
@@ -306,7 +356,7 @@ def check_fresh_process(model, input_data, tmp_path, atol=1e-5, jax=True, saved_
     job_path = os.path.join(tmp_path, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    run_fresh_process([_FRESH_PROCESS_SCRIPT, job_path], backend="jax" if jax else "tensorflow")
+    run_fresh_job(job_path, backend="jax" if jax else "tensorflow")
     produced = np.load(job["outputs"])
     kinds = (["saved_model"] if saved_model else []) + (["jax"] if jax else [])
     if jax:

@@ -46,8 +46,8 @@ def _assert_same_run(root, reference, reference_result, result):
     assert result["eval_solve_rate"] == reference_result["eval_solve_rate"]
 
 
-@pytest.mark.slow  # four tiny runs (no XLA), each with its export
-def test_runs_in_pieces_equal_the_uninterrupted_run(tmp_path):
+@pytest.mark.slow  # four tiny runs (no XLA); no exports (conftest.no_exports: not what is tested)
+def test_runs_in_pieces_equal_the_uninterrupted_run(tmp_path, no_exports):
     quiet = lambda line: None  # noqa: E731
     whole = str(tmp_path / "whole")
     expected = train_eval(whole, num_iterations=6, print_fn=quiet, **_TINY)
