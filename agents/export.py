@@ -6,7 +6,7 @@ import shutil
 from tf_agents.policies import greedy_policy, policy_saver
 from tf_agents.train import learner
 
-from keras_relational import faults
+from keras_relational import faults, whole_files
 
 
 def export_policies(tf_agent, policies_dir, train_step):
@@ -53,7 +53,8 @@ def export_keras_model(keras_model, root_dir):
     ``keras.saving.load_model``.
     """
     keras_model_dir = os.path.join(root_dir, "keras_model")
-    keras_model.export(keras_model_dir, verbose=False)
-    keras_file = os.path.join(root_dir, "keras_model.keras")
-    keras_model.save(keras_file)
+    whole_files.write_whole(keras_model_dir,
+                            lambda path: keras_model.export(path, verbose=False))
+    keras_file = whole_files.write_whole(os.path.join(root_dir, "keras_model.keras"),
+                                         keras_model.save)
     return keras_model_dir, keras_file

@@ -15,6 +15,7 @@ import json
 import os
 import time
 
+from keras_relational import whole_files
 from keras_relational.agents.sc2.config import SC2Config
 
 
@@ -99,7 +100,7 @@ def train_eval(root_dir, config=None, *, model_kwargs=None, environments=None, p
     policy_dir = export_policy(model, os.path.join(root_dir, "policy"))
     # The weights alone: sc2_agent(...) with the run's config rebuilds the model for them.
     weights_file = os.path.join(root_dir, "sc2_agent.weights.h5")
-    model.save_weights(weights_file)
+    whole_files.write_whole(weights_file, model.save_weights)
     for env in environments:
         env.close()
     recent = actor.episode_returns[-100:]
