@@ -76,7 +76,10 @@ def all_saved_states(root, corrupted=()):
         for name in names:
             if m := _TF_CHECKPOINT.match(name):
                 prefix = name[:-len(".index")]
-                files = [os.path.join(folder, n) for n in names if n.startswith(prefix + ".")]
+                # The index, data and (optional) actor-state files.
+                files = [os.path.join(folder, n) for n in names
+                         if n == name or n.startswith(prefix + ".data-")
+                         or n == prefix + ".actor.pkl"]
                 if any(n.startswith(prefix + ".data-") for n in names):
                     found.append((int(m.group(1)), sorted(files)))
             elif (m := _NPZ_CHECKPOINT.match(name)) and _whole_zip(os.path.join(folder, name)):

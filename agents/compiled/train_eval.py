@@ -80,7 +80,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                               config.seed)
     state = compiled.initial_state(banks.bank)
     banks.record(config.num_envs)  # reset started levels 0..num_envs-1
-    restored = checkpointing.restore(root_dir, state)
+    restored = checkpointing.restore(root_dir, state, warn=print_fn)
     start_step = 0
     if restored is not None:
         state, meta = restored
