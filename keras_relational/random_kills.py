@@ -195,6 +195,7 @@ class Piece:
     returncode: int
     output: str
     seconds: float
+    active_seconds: float  # from its first file-system event on (its imports before)
     events: int
     killed: bool
     newest: dict  # the newest valid saved state of each stream seen while it ran
@@ -223,7 +224,8 @@ def _snapshot(root):
 def run_piece(command, root, rng=None, kill_after_events=None, kill_after_seconds=None,
               jitter=0.05, poll=0.005, timeout=600, env=None):
     """Runs ``command``; SIGKILLs it after ``kill_after_events`` file-system events under
-    ``root`` (then a random delay up to ``jitter`` s) or after ``kill_after_seconds``."""
+    ``root`` or ``kill_after_seconds`` after the first one (then a random delay up to
+    ``jitter`` s)."""
     rng = rng or random.Random(0)
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1",
                TF_CPP_MIN_LOG_LEVEL="2")
@@ -233,7 +235,7 @@ def run_piece(command, root, rng=None, kill_after_events=None, kill_after_second
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
     reader.start()
-    before, events, killed = _snapshot(root), 0, False
+    before, events, killed, first_event = _snapshot(root), 0, False, None
     newest, lowest, start_files = {}, {}, dict(before)
     while process.poll() is None:
         if time.time() - start > timeout:
@@ -252,8 +254,11 @@ def run_piece(command, root, rng=None, kill_after_events=None, kill_after_second
                     if touched.intersection(files):  # written by this piece
                         lowest[stream] = min(progress, lowest.get(stream, progress))
         before = now
+        if events and first_event is None:
+            first_event = time.time()
         due = (kill_after_events is not None and events >= kill_after_events) or (
-            kill_after_seconds is not None and time.time() - start >= kill_after_seconds)
+            kill_after_seconds is not None and first_event is not None
+            and time.time() - first_event >= kill_after_seconds)
         if due and process.poll() is None:
             time.sleep(rng.uniform(0, jitter))
             try:
@@ -270,8 +275,9 @@ def run_piece(command, root, rng=None, kill_after_events=None, kill_after_second
     left = [os.path.relpath(os.path.join(folder, n), root)
             for folder, dirs, names in os.walk(root) for n in names + dirs
             if _IN_PROGRESS.search(n) and not n.endswith((".bkp", ".corrupt"))] if killed else []
-    return Piece(process.returncode, "".join(lines), time.time() - start, events, killed,
-                 newest, lowest, left)
+    end = time.time()
+    return Piece(process.returncode, "".join(lines), end - start, end - (first_event or end),
+                 events, killed, newest, lowest, left)
 
 
 def hit(piece):
@@ -291,9 +297,10 @@ def soak(command, root, kills, seed, calibration=None, corrupt_rate=0.3, timeout
          log=print):
     """Kills ``command`` ``kills`` times at random moments, then runs it to completion.
 
-    ``calibration`` is ``(events, seconds)`` of an uninterrupted run (None: no reference, the
-    kill moments are drawn from [1, 40] events and [1, 30] s). Returns a report dict; raises
-    :class:`FaultCheckError` on the first check that fails.
+    ``calibration`` is ``(events, active_seconds)`` of an uninterrupted run (None: the kill
+    moments are drawn from [1, 40] events or [0, 30] s after the first event; seconds None:
+    kills after a number of events only). Returns a
+    report dict whose ``failures`` lists every check that failed (empty: all passed).
     """
     rng = random.Random(seed)
     events, seconds = calibration or (40, 30.0)
@@ -303,7 +310,7 @@ def soak(command, root, kills, seed, calibration=None, corrupt_rate=0.3, timeout
         last = attempt == kills
         if last:
             piece = run_piece(command, root, rng, timeout=timeout)
-        elif rng.random() < 0.5:
+        elif seconds is None or rng.random() < 0.5:
             piece = run_piece(command, root, rng, kill_after_events=rng.randint(1, max(1, events)),
                               timeout=timeout)
         else:
