@@ -28,7 +28,7 @@ import numpy as np
 
 from keras_relational.agents import checkpoints
 
-SUFFIX = ".actor.pkl"
+SUFFIX = checkpoints.ACTOR_SUFFIX
 FORMAT = 1  # bump when the saved fields change
 
 

@@ -5,13 +5,16 @@ TF-Agents' ``Learner`` restores ``tf.train.CheckpointManager``'s latest checkpoi
 truncated or corrupt file, or a garbage index would make that restore fail with a raw
 TensorFlow error, or (an unreadable index) silently start again from step 0 and overwrite the
 existing checkpoints. :func:`prepare_resume` runs first: it reads every tensor of the newest
-``ckpt-<step>`` checkpoint, falls back to the next newest when one is unreadable (moving it aside
-as ``*.corrupt`` with a warning that names it), and rewrites the index to name the one to resume.
+``ckpt-<step>`` checkpoint (and its actor state ``ckpt-<step>.actor.pkl``, when it has one, so
+that a resume from it continues bit-identically), falls back to the next newest when one is
+unreadable (moving it aside as ``*.corrupt`` with a warning that names it), and rewrites the
+index to name the one to resume.
 When checkpoints exist but none can be read it raises :class:`CheckpointError`, naming the
 directory and how to start afresh.
 """
 
 import os
+import pickle
 import re
 
 import tensorflow as tf
@@ -22,6 +25,8 @@ from keras_relational import faults
 _CHECKPOINT = re.compile(r"^ckpt-(\d+)\.index$")
 # The train-step counter every training checkpoint holds (common.Checkpointer(train_step=...)).
 _TRAIN_STEP_KEY = "train_step/.ATTRIBUTES/VARIABLE_VALUE"
+# The actor's half of a checkpoint, beside it (keras_relational.agents.actor_state).
+ACTOR_SUFFIX = ".actor.pkl"
 
 
 class CheckpointError(RuntimeError):
@@ -43,7 +48,8 @@ def _candidates(directory):
 
 
 def checkpoint_problem(prefix):
-    """None if every tensor of the checkpoint ``prefix`` reads back, else what is wrong."""
+    """None if every tensor of the checkpoint ``prefix`` (and its actor state, when it has one)
+    reads back, else what is wrong."""
     try:
         reader = tf.train.load_checkpoint(prefix)
         keys = reader.get_variable_to_shape_map()
@@ -53,6 +59,14 @@ def checkpoint_problem(prefix):
             reader.get_tensor(key)  # checks the data files' sizes and checksums
     except (tf.errors.OpError, ValueError, IndexError, OSError) as error:
         return f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+    actor = prefix + ACTOR_SUFFIX
+    if os.path.exists(actor):  # optional; when there, resuming needs it whole
+        try:
+            with open(actor, "rb") as f:
+                pickle.load(f)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError, AttributeError,
+                ImportError, IndexError) as error:
+            return f"its actor state {os.path.basename(actor)}: {type(error).__name__}"
     return None
 
 

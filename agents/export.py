@@ -5,7 +5,7 @@ import os
 from tf_agents.policies import greedy_policy, policy_saver
 from tf_agents.train import learner
 
-from keras_relational.agents import directories
+from keras_relational import whole_files
 
 
 def export_policies(tf_agent, policies_dir, train_step):
@@ -28,7 +28,8 @@ def export_policies(tf_agent, policies_dir, train_step):
                 learner.GREEDY_POLICY_SAVED_MODEL_DIR: greedy_policy.GreedyPolicy(raw)}
     for name, policy in policies.items():
         saver = policy_saver.PolicySaver(policy, train_step=train_step)
-        directories.replace_directory(os.path.join(policies_dir, name), saver.save)
+        whole_files.write_whole(os.path.join(policies_dir, name), saver.save,
+                                fault_point="export")
         if name == learner.RAW_POLICY_SAVED_MODEL_DIR:
             saver.save_checkpoint(os.path.join(
                 policies_dir, learner.POLICY_CHECKPOINT_DIR,
@@ -42,7 +43,8 @@ def export_keras_model(keras_model, root_dir):
     ``keras.saving.load_model``.
     """
     keras_model_dir = os.path.join(root_dir, "keras_model")
-    keras_model.export(keras_model_dir, verbose=False)
-    keras_file = os.path.join(root_dir, "keras_model.keras")
-    keras_model.save(keras_file)
+    whole_files.write_whole(keras_model_dir,
+                            lambda path: keras_model.export(path, verbose=False))
+    keras_file = whole_files.write_whole(os.path.join(root_dir, "keras_model.keras"),
+                                         keras_model.save)
     return keras_model_dir, keras_file

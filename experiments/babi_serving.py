@@ -8,11 +8,10 @@ questions of a bAbI-format story file (the ``answer_babi`` binary).
 import dataclasses
 import json
 import os
-import shutil
 
 import numpy as np
 
-from keras_relational import validation
+from keras_relational import validation, whole_files
 from keras_relational.environments import babi
 
 VOCABULARY_FILE = "vocabulary.json"
@@ -21,18 +20,18 @@ VOCABULARY_FILE = "vocabulary.json"
 def export_saved_model(model, vocabulary_info, export_dir):
     """Writes ``model.export`` and its vocabulary (``export_dir/vocabulary.json``) atomically.
 
-    Both are written to ``export_dir + ".partial"`` first, which then replaces ``export_dir``,
-    so a run killed while exporting leaves the previous export (or none), never a model without
-    its vocabulary. ``vocabulary_info`` holds ``words`` (by id), ``max_sentences`` (S) and
-    ``max_words`` (W), which :func:`answer_questions` needs to read new stories.
+    Both are written next to ``export_dir`` first, which they then replace whole
+    (:func:`keras_relational.whole_files.write_whole`), so a run killed while exporting leaves
+    the previous export (or none), never a model without its vocabulary. ``vocabulary_info``
+    holds ``words`` (by id), ``max_sentences`` (S) and ``max_words`` (W), which
+    :func:`answer_questions` needs to read new stories.
     """
-    partial = export_dir.rstrip(os.sep) + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    model.export(partial, verbose=False)
-    babi.write_text_atomically(os.path.join(partial, VOCABULARY_FILE),
-                               json.dumps(vocabulary_info))
-    shutil.rmtree(export_dir, ignore_errors=True)
-    os.replace(partial, export_dir)
+    def write(partial):
+        model.export(partial, verbose=False)
+        babi.write_text_atomically(os.path.join(partial, VOCABULARY_FILE),
+                                   json.dumps(vocabulary_info))
+
+    whole_files.write_whole(export_dir.rstrip(os.sep), write)
 
 
 def answer_questions(export_dir, story_file, vocabulary_file=None, batch_size=256):

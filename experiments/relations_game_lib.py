@@ -31,7 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_relational import faults, json_files, validation
+from keras_relational import faults, json_files, validation, whole_files
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib
 from keras_relational.experiments.safe_backup import SafeBackupAndRestore
@@ -209,10 +209,12 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
 
     results["dtype_policy"] = dtype_policy
     faults.point("export")  # the fault tests kill here: results.json is not written yet
-    model.save_weights(final_weights)
-    model.save(os.path.join(stage_dir, "model.keras"))
+    # Each output whole or absent (a kill here re-runs this export, never reads half of one).
+    whole_files.write_whole(final_weights, model.save_weights)
+    whole_files.write_whole(os.path.join(stage_dir, "model.keras"), model.save)
     if export:
-        model.export(os.path.join(stage_dir, "saved_model"), verbose=False)
+        whole_files.write_whole(os.path.join(stage_dir, "saved_model"),
+                                lambda path: model.export(path, verbose=False))
     json_files.write_json(results_path, results, indent=2)
     print(f"[{stage_name}] final held-out accuracy: {results}", flush=True)
     return results

@@ -11,7 +11,7 @@ import shutil
 
 import numpy as np
 
-from keras_relational import validation
+from keras_relational import validation, whole_files
 from keras_relational.experiments import distribution_lib
 
 _PALETTE = np.array(
@@ -89,6 +89,9 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
                                               seed=validation.offset_seed("seed", seed, 1))
     if os.path.exists(model_path):
         print(f"Training already finished; reloading {model_path}")
+        # A fresh process has not imported the layers yet (they load lazily): register them.
+        import keras_relational.layers  # noqa: F401
+
         model = keras.saving.load_model(model_path)
     else:
         x_train, y_train = make_same_colour_dataset(num_train, seed=seed)
@@ -116,7 +119,7 @@ def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
         shutil.rmtree(backup_dir)
     _, accuracy = model.evaluate(x_eval, y_eval, verbose=0)
     export_dir = os.path.join(root_dir, "saved_model")
-    model.export(export_dir, verbose=False)
+    whole_files.write_whole(export_dir, lambda path: model.export(path, verbose=False))
     print(f"held-out accuracy {accuracy:.3f} (chance 0.5); model {model_path}; "
           f"SavedModel {export_dir}")
     results = {"accuracy": float(accuracy), "model": model_path, "saved_model": export_dir,

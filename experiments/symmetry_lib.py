@@ -12,7 +12,7 @@ import os
 import keras
 import numpy as np
 
-from keras_relational import faults, json_files
+from keras_relational import faults, json_files, whole_files
 
 
 def write_json(path, payload, sort_keys=True):
@@ -26,8 +26,9 @@ def export_model(model, root_dir, export=True):
         return
     os.makedirs(root_dir, exist_ok=True)  # nothing else creates it when TensorBoard is off
     faults.point("export")  # the fault tests kill here: results.json is not written yet
-    model.save(os.path.join(root_dir, "model.keras"))
-    model.export(os.path.join(root_dir, "saved_model"), verbose=False)
+    whole_files.write_whole(os.path.join(root_dir, "model.keras"), model.save)
+    whole_files.write_whole(os.path.join(root_dir, "saved_model"),
+                            lambda path: model.export(path, verbose=False))
 
 
 def sparse_crossentropy(reduction="sum_over_batch_size"):

@@ -6,12 +6,15 @@ returns) flattened in ``keras.tree`` order, and ``meta`` (JSON: the train step, 
 position, the frames counted). It is written to a temporary file and renamed, so a run killed at
 any moment (``kill -9``) leaves the previous checkpoint or the new one, never half of one;
 resuming from it continues exactly as the uninterrupted run would have (same levels, same seeds).
+An unreadable newest checkpoint (a disk fault) is skipped with a warning, as the TF-Agents
+trainer's are (``keras_relational.agents.checkpoints``).
 """
 
 import glob
 import json
 import os
 import tempfile
+import zipfile
 
 import keras
 import numpy as np
@@ -53,18 +56,49 @@ def save(root_dir, state, meta):
         os.unlink(old)
 
 
-def restore(root_dir, template):
-    """``(state, meta)`` of the newest checkpoint, shaped like ``template``; None if none."""
+class CheckpointError(RuntimeError):
+    """Checkpoints exist in a run's directory, but none of them can be restored."""
+
+
+def _read(path, count):
+    """``(meta, arrays)`` of the checkpoint file ``path`` (every array read: CRCs checked)."""
+    with np.load(path) as data:
+        meta = json.loads(str(data["meta"]))
+        return meta, [data[f"a{i:05d}"] for i in range(count)]
+
+
+def restore(root_dir, template, warn=print):
+    """``(state, meta)`` of the newest readable checkpoint, shaped like ``template``; None if none.
+
+    A file that cannot be read (truncated, garbled: a disk fault, since writes are atomic) is
+    moved aside as ``*.corrupt`` with a warning naming it, and the next newest is used; when
+    checkpoints exist but none can be read, :class:`CheckpointError` (nothing is overwritten).
+    """
     found = checkpoints(root_dir)
     if not found:
         return None
-    with np.load(found[-1]) as data:
-        meta = json.loads(str(data["meta"]))
-        leaves = keras.tree.flatten(template)
-        arrays = [data[f"a{i:05d}"] for i in range(len(leaves))]
+    leaves = keras.tree.flatten(template)
+    skipped = []
+    for path in reversed(found):
+        try:
+            meta, arrays = _read(path, len(leaves))
+            break
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            skipped.append((path, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+                            if str(error) else type(error).__name__))
+    else:
+        details = "; ".join(f"{os.path.basename(p)}: {why}" for p, why in skipped)
+        raise CheckpointError(
+            f"No checkpoint in {checkpoint_dir(root_dir)} can be restored ({details}). Nothing "
+            f"was overwritten. To start afresh, move or delete {checkpoint_dir(root_dir)} (or "
+            f"train with another root_dir).")
+    for bad, why in skipped:
+        os.replace(bad, bad + ".corrupt")  # never read again, kept for a look
+        warn(f"WARNING: skipping the unreadable checkpoint {bad} ({why}); moved aside as "
+             f"*.corrupt, resuming from {path} (train step {int(meta['step'])}).")
     for leaf, array in zip(leaves, arrays, strict=True):
         if tuple(leaf.shape) != array.shape:
-            raise ValueError(f"The checkpoint {found[-1]} does not match this run's settings: "
+            raise ValueError(f"The checkpoint {path} does not match this run's settings: "
                              f"an array of shape {array.shape} where the run has "
                              f"{tuple(leaf.shape)}.")
     tensors = [keras.ops.convert_to_tensor(a, dtype=keras.backend.standardize_dtype(leaf.dtype))

@@ -17,10 +17,9 @@ None).
 
 import importlib.util
 import os
-import shutil
 import time
 
-from keras_relational import json_files, validation
+from keras_relational import json_files, validation, whole_files
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop, summaries
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
@@ -80,7 +79,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                               config.seed)
     state = compiled.initial_state(banks.bank)
     banks.record(config.num_envs)  # reset started levels 0..num_envs-1
-    restored = checkpointing.restore(root_dir, state)
+    restored = checkpointing.restore(root_dir, state, warn=print_fn)
     start_step = 0
     if restored is not None:
         state, meta = restored
@@ -169,19 +168,12 @@ def export_keras_model(model, root_dir):
 
     Returns ``(keras_model_dir or None, keras_file, note)``.
     """
-    keras_file = os.path.join(root_dir, "keras_model.keras")
-    partial = os.path.join(root_dir, "keras_model.partial.keras")
-    model.save(partial)
-    os.replace(partial, keras_file)
+    keras_file = whole_files.write_whole(os.path.join(root_dir, "keras_model.keras"), model.save)
     if not _tensorflow_installed():
         return None, keras_file, "model.export skipped: it writes a SavedModel, which needs " \
             "TensorFlow (not installed)"
-    keras_model_dir = os.path.join(root_dir, "keras_model")
-    partial = keras_model_dir + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    model.export(partial, verbose=False)
-    shutil.rmtree(keras_model_dir, ignore_errors=True)
-    os.replace(partial, keras_model_dir)
+    keras_model_dir = whole_files.write_whole(os.path.join(root_dir, "keras_model"),
+                                              lambda path: model.export(path, verbose=False))
     return keras_model_dir, keras_file, None
 
 

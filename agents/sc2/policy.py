@@ -17,7 +17,7 @@ ignored by the environment). :func:`export_policy` writes it as a TensorFlow Sav
 
 import keras
 
-from keras_relational.agents import directories
+from keras_relational import whole_files
 from keras_relational.models.sc2_agent import NON_SPATIAL_ARGUMENTS, SPATIAL_ARGUMENTS
 
 ARGUMENTS = SPATIAL_ARGUMENTS + tuple(name for name, _ in NON_SPATIAL_ARGUMENTS)
@@ -43,7 +43,8 @@ def greedy_policy(model):
 def export_policy(model, directory):
     """Writes :func:`greedy_policy` of ``model`` as a SavedModel at ``directory`` (endpoint
     ``serve``); written next to it first and then moved, so an interrupted export never leaves
-    a half-written policy (:func:`~keras_relational.agents.directories.replace_directory`, with
-    its ``export`` fault point). Returns ``directory``."""
-    return directories.replace_directory(
-        directory, lambda partial: greedy_policy(model).export(partial, verbose=False))
+    a half-written policy (:func:`~keras_relational.whole_files.write_whole`, with the ``export``
+    fault point). Returns ``directory``."""
+    return whole_files.write_whole(
+        directory, lambda partial: greedy_policy(model).export(partial, verbose=False),
+        fault_point="export")

@@ -14,10 +14,10 @@ At the end it writes ``root_dir/policy`` (the greedy policy as a SavedModel,
 """
 
 import dataclasses
-import json
 import os
 import time
 
+from keras_relational import json_files, whole_files
 from keras_relational.agents.sc2.config import SC2Config
 
 
@@ -34,13 +34,6 @@ def make_environments(config):
                                     minimap_size=config.screen_size, step_mul=config.step_mul,
                                     random_seed=config.seed + i)
             for i in range(config.num_envs)]
-
-
-def _write_json(path, value):
-    partial = path + ".partial"
-    with open(partial, "w") as f:
-        json.dump(value, f, indent=2)
-    os.replace(partial, path)
 
 
 def train_eval(root_dir, config=None, *, model_kwargs=None, environments=None, print_fn=print,
@@ -103,7 +96,7 @@ def train_eval(root_dir, config=None, *, model_kwargs=None, environments=None, p
     policy_dir = export_policy(model, os.path.join(root_dir, "policy"))
     # The weights alone: sc2_agent(...) with the run's config rebuilds the model for them.
     weights_file = os.path.join(root_dir, "sc2_agent.weights.h5")
-    model.save_weights(weights_file)
+    whole_files.write_whole(weights_file, model.save_weights)
     for env in environments:
         env.close()
     result = dict(config=dataclasses.asdict(config), parameters=model.count_params(),
@@ -111,7 +104,7 @@ def train_eval(root_dir, config=None, *, model_kwargs=None, environments=None, p
                   mean_return=trainer.mean_return(),
                   loss=info._asdict(), seconds=time.time() - start, policy_dir=policy_dir,
                   weights_file=weights_file)
-    _write_json(os.path.join(root_dir, "result.json"), result)
+    json_files.write_json(os.path.join(root_dir, "result.json"), result)
     return result
 
 

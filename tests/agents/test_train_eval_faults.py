@@ -105,3 +105,23 @@ def test_training_survives_nan_kills_and_corrupt_checkpoints(tmp_path, monkeypat
                        match=r"No checkpoint in .*train/checkpoints can be restored.*afresh"):
         train_eval(root, num_iterations=10, print_fn=lambda line: None, **_TINY)
     assert sorted(os.listdir(checkpoints.checkpoint_dir(root))) == before
+
+
+def test_a_checkpoint_with_an_unreadable_actor_state_is_not_resumed(tmp_path):
+    import tensorflow as tf
+
+    root = str(tmp_path)
+    train_step = tf.Variable(0, dtype=tf.int64)
+    saver = checkpoints.CheckpointSaver(root, train_step=train_step)
+    for step in (2, 4):
+        train_step.assign(step)
+        saver.save(train_step)
+        with open(os.path.join(checkpoints.checkpoint_dir(root), f"ckpt-{step}.actor.pkl"),
+                  "wb") as f:
+            f.write(b"\x80\x04K\x01." if step == 2 else b"garbage, not a pickle")
+    prefix = os.path.join(checkpoints.checkpoint_dir(root), "ckpt-4")
+    assert "its actor state ckpt-4.actor.pkl" in checkpoints.checkpoint_problem(prefix)
+    warnings = []
+    assert checkpoints.prepare_resume(root, warn=warnings.append) == 2  # the older one, whole
+    assert "ckpt-4" in warnings[0] and "actor state" in warnings[0]
+    assert os.path.exists(prefix + ".actor.pkl.corrupt") and _steps(root) == [2]

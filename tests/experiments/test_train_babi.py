@@ -32,7 +32,8 @@ def test_train_eval_smoke(smoke_run):
                  "results.json", "vocabulary.json", "data/qa1_train.txt", "data/qa6_test.txt",
                  "saved_model/vocabulary.json"):
         assert os.path.exists(os.path.join(root, path)), path
-    assert not os.path.exists(os.path.join(root, "saved_model.partial"))
+    for leftover in ("partial.saved_model", "old.saved_model"):  # whole_files' temporaries
+        assert not os.path.exists(os.path.join(root, leftover)), leftover
     with open(os.path.join(root, "results.md")) as f:
         assert f.read().startswith("| Task | Test error (%) |")
 

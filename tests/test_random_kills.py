@@ -1,0 +1,140 @@
+"""``keras_relational.random_kills``: the harness itself (fast), then one seeded random kill of each
+training binary, its resume and the checks (issue 29: no fault loses more than one checkpoint
+interval; ``benchmarks/fault_soak.py`` runs many kills each)."""
+
+import importlib.util
+import json
+import os
+import random
+import sys
+import zlib
+
+import pytest
+
+from keras_relational import random_kills, whole_files
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location(
+    "fault_soak", os.path.join(_REPO_ROOT, "benchmarks", "fault_soak.py"))
+fault_soak = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fault_soak)
+
+
+def _write(path, data=b"x"):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
+def _backup(folder, epoch, weights=b"weights", name="latest.weights.h5",
+            metadata="training_metadata.json"):
+    _write(os.path.join(folder, name), weights)
+    _write(os.path.join(folder, metadata),
+           json.dumps({"epoch": epoch, "weights_crc32": zlib.crc32(weights)}))
+
+
+def test_saved_states_reads_checkpoints_and_backups_and_skips_spoiled_ones(tmp_path):
+    root = str(tmp_path)
+    checkpoints = os.path.join(root, "train", "checkpoints")
+    for step in (2, 4):
+        _write(os.path.join(checkpoints, f"ckpt-{step}.index"))
+        _write(os.path.join(checkpoints, f"ckpt-{step}.data-00000-of-00001"))
+    _write(os.path.join(checkpoints, "ckpt-6.index"))  # its data never written: not a state
+    backup = os.path.join(root, "backup")
+    _backup(backup, 1, b"one", "latest.weights.h5.bkp", "training_metadata.json.bkp")
+    _backup(backup, 2, b"two")
+    _write(os.path.join(backup, "training_metadata.json.partial"),  # weights not matching
+           json.dumps({"epoch": 3, "weights_crc32": 1}))
+    states = random_kills.saved_states(root)
+    assert states[os.path.normpath(root)][0] == 4 and states[backup][0] == 2
+    spoiled = {os.path.join(backup, "latest.weights.h5")}
+    assert random_kills.saved_states(root, spoiled)[backup][0] == 1
+    # corrupt() spoils the newest state of a stream that has an older one, and names it.
+    corrupted = set()
+    what = random_kills.corrupt(root, random.Random(1), corrupted)
+    assert what is not None
+    after = random_kills.saved_states(root, corrupted)
+    assert (after[os.path.normpath(root)][0], after[backup][0]) in ((2, 2), (4, 1), (4, 2))
+
+
+def test_half_written_outputs_are_found_and_temporaries_ignored(tmp_path):
+    root = str(tmp_path)
+    _write(os.path.join(root, "result.json"), '{"a": 1}')
+    _write(os.path.join(root, ".result.json.tmp"), '{"a"')  # a temporary: not an output
+    _write(os.path.join(root, "curves.jsonl"), '{"step": 1}\n{"step": 2}\n')
+    _write(os.path.join(root, "saved_model", "saved_model.pb"))
+    _write(os.path.join(root, "saved_model", "variables", "variables.index"))
+    assert random_kills.half_written_outputs(root) == []
+    _write(os.path.join(root, "results.json"), '{"loss": NaN}')
+    _write(os.path.join(root, "model.keras"), b"PK\x03\x04 half")
+    _write(os.path.join(root, "policy", "saved_model.pb"))
+    bad = sorted(os.path.basename(p) for p, _ in random_kills.half_written_outputs(root))
+    assert bad == ["model.keras", "policy", "results.json"]
+
+
+def test_write_whole_replaces_files_and_directories_whole(tmp_path):
+    path = str(tmp_path / "export")
+
+    def export(partial):
+        _write(os.path.join(partial, "saved_model.pb"), "new")
+
+    _write(os.path.join(path, "saved_model.pb"), "old")
+    assert whole_files.write_whole(path, export) == path
+    with open(os.path.join(path, "saved_model.pb")) as f:
+        assert f.read() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+
+    def interrupted(partial):
+        _write(os.path.join(partial, "saved_model.pb"), "half")
+        raise KeyboardInterrupt  # as a kill in the middle of the write
+
+    with pytest.raises(KeyboardInterrupt):
+        whole_files.write_whole(path, interrupted)
+    with open(os.path.join(path, "saved_model.pb")) as f:
+        assert f.read() == "new"  # the old export is untouched
+    whole_files.write_whole(str(tmp_path / "model.keras"), lambda p: _write(p, "zip"))
+    assert sorted(os.listdir(tmp_path)) == ["export", "model.keras", "partial.export"]
+
+
+_WRITER = """
+import json, os, sys, time
+root = sys.argv[1]
+os.makedirs(root, exist_ok=True)
+for step in range(1, 400):
+    with open(os.path.join(root, "log.txt"), "a") as f:
+        f.write(f"{step}\\n")
+    time.sleep(0.01)
+"""
+
+
+def test_run_piece_kills_after_the_drawn_number_of_events(tmp_path):
+    root = str(tmp_path / "run")
+    piece = random_kills.run_piece([sys.executable, "-c", _WRITER, root], root,
+                                   random.Random(0), kill_after_events=5, jitter=0.0)
+    assert piece.killed and piece.returncode == -9 and piece.events >= 5
+    with open(os.path.join(root, "log.txt")) as f:
+        assert len(f.read().split()) < 399  # stopped early
+
+
+def _one_kill_calibration(name):
+    """The kill comes after a seeded-random number of file-system events, at most half the
+    number an uninterrupted run makes (fault_soak.CALIBRATION; 80 where it was not measured),
+    so that a busier machine (fewer events told apart) still kills inside the run."""
+    events, _ = fault_soak.CALIBRATION.get(name, (80, None))
+    return max(1, events // 2), None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(fault_soak.BINARIES))
+def test_one_random_kill_resumes_from_the_newest_valid_state(tmp_path, name):
+    root = str(tmp_path / "run")
+    report = random_kills.soak(fault_soak.command(name, root), root, kills=1,
+                               seed=sorted(fault_soak.BINARIES).index(name),
+                               calibration=_one_kill_calibration(name),
+                               log=lambda line: None)
+    assert report["failures"] == [], report
+    assert report.get("final_returncode") == 0, report
+    assert len(report["kills"]) == 1 or name not in fault_soak.CALIBRATION, report
+    _, _, _, outputs = fault_soak.BINARIES[name]
+    for path in outputs:
+        assert os.path.exists(os.path.join(root, path)), (path, report)
