@@ -89,11 +89,14 @@ def main(argv=None):
 
     rows = curves.read_curve(root_dir)
     command = results_io.command_line()
-    train_command = " ".join(shlex.quote(a) for a in _train_command("RUN_DIR", args)[1:])
+    # The flag file as the repository names it, not this checkout's absolute path.
+    train_command = " ".join(shlex.quote(a) for a in _train_command("RUN_DIR", args)[1:]).replace(
+        HERE, "benchmarks")
     loads = [p["load_before"] for p in pieces] + [p["load_after"] for p in pieces]
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, shared with other jobs: 1-minute "
-               f"load average {min(loads):.1f} to {max(loads):.1f} during the run (run under "
-               f"`nice -n 10`: the wall-time axis is slower than on an idle machine)")
+    niceness = os.nice(0)
+    machine = (f"{platform.machine()}, {os.cpu_count()} cores: 1-minute load average "
+               f"{min(loads):.1f} to {max(loads):.1f} during the run, at niceness {niceness} (a "
+               f"load above the training's own slows the wall-time axis)")
     finished = result["train_step"] >= args.num_iterations
     lines = [
         f"The demo's setting (`benchmarks/demo_flags.txt`: 6×6 room, goal length 1, no "
