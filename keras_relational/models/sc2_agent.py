@@ -75,6 +75,51 @@ def _residual(x, filters, first_kernel, first_strides, name):
     return keras.layers.ReLU(name=f"{name}_relu")(keras.layers.Add(name=f"{name}_add")([x, y]))
 
 
+@keras.saving.register_keras_serializable(package="keras_relational")
+class CategoricalIndices(keras.layers.Layer):
+    """Rows of one embedding table that holds every categorical feature layer's embeddings.
+
+    Channel ``channels[k]`` of ``features`` ``[..., C]`` is a categorical layer with
+    ``sizes[k]`` values: its value, clipped to ``[0, sizes[k])``, plus ``sum(sizes[:k])`` (where
+    layer ``k``'s rows start) is its row; returns int32 ``[..., len(channels)]``. A layer rather
+    than ``ops`` in the functional graph: the per-channel bounds are constant tensors, which a
+    functional model cannot serialise, so the model would not save as a ``.keras`` file.
+    Never autocast: feature values up to 1962 (pysc2's unit types) are not exact in float16.
+
+    Args:
+        channels: the channels of ``features`` that are categorical.
+        sizes: the number of values of each of them.
+    """
+
+    def __init__(self, channels, sizes, **kwargs):
+        kwargs["autocast"] = False
+        super().__init__(**kwargs)
+        self.channels = [int(c) for c in channels]
+        self.sizes = [int(s) for s in sizes]
+        if len(self.channels) != len(self.sizes) or not self.channels:
+            raise ValueError("CategoricalIndices expects one size per channel (at least one); "
+                             f"received channels={channels}, sizes={sizes}.")
+        for size in self.sizes:
+            validation.check_positive_int("CategoricalIndices", "sizes", size)
+
+    def call(self, features):
+        index = ops.cast(ops.take(features, self.channels, axis=-1), "int32")
+        offsets = [sum(self.sizes[:k]) for k in range(len(self.sizes))]
+        return ops.clip(index, 0, ops.convert_to_tensor(self.sizes, "int32") - 1) + \
+            ops.convert_to_tensor(offsets, "int32")
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (len(self.channels),)
+
+    def compute_output_spec(self, features):
+        return keras.KerasTensor(self.compute_output_shape(features.shape), "int32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(channels=self.channels, sizes=self.sizes)
+        return config
+
+
 def _spatial_stem(features, previous_masks, layers, channels, name):
     """Embeds categorical layers, log-scales scalar ones, tiles the previous-action masks, then
     2 x [conv 4x4 stride 2 + residual block] (Zambaldi et al. 2019, App. C)."""
@@ -85,10 +130,7 @@ def _spatial_stem(features, previous_masks, layers, channels, name):
     parts = []
     if categorical:
         sizes = [layers[i] for i in categorical]
-        offsets = [sum(sizes[:k]) for k in range(len(sizes))]
-        index = ops.cast(ops.take(features, categorical, axis=-1), "int32")
-        index = ops.clip(index, 0, ops.convert_to_tensor(sizes, "int32") - 1) + \
-            ops.convert_to_tensor(offsets, "int32")
+        index = CategoricalIndices(categorical, sizes, name=f"{name}_indices")(features)
         embedded = keras.layers.Embedding(sum(sizes), EMBEDDING_DIM, name=f"{name}_embed")(index)
         parts.append(keras.layers.Reshape(
             (features.shape[1], features.shape[2], len(categorical) * EMBEDDING_DIM),

@@ -108,3 +108,37 @@ def test_composite_log_prob_counts_only_used_arguments(relational):
     p = np.exp(fn[1])
     np.testing.assert_allclose(np.asarray(entropy)[1], -(p * np.where(p > 0, fn[1], 0)).sum(),
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("core", ["relational", "control"])
+def test_keras_file_round_trip(tmp_path, core):
+    # The stem's per-layer index bounds live in a serialisable layer (CategoricalIndices), so the
+    # whole agent, with its two sub-models, saves and reloads as a .keras file.
+    import keras
+
+    model = sc2.sc2_agent(core=core, stem_channels=4, lstm_channels=8, key_dim=8,
+                          mlp_units=(16,), num_blocks=1, num_heads=1, **TINY)
+    path = str(tmp_path / "sc2_agent.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    inputs = _inputs(model)
+    inputs["screen"][..., 1] = 7  # beyond the 5 values of layer 1: clipped to 4 in both
+    expected, got = model(inputs), loaded(inputs)
+    assert set(got) == set(expected)
+    for key in expected:
+        np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(expected[key]), key)
+    trunk = loaded.get_layer("sc2_trunk")
+    np.testing.assert_array_equal(
+        np.asarray(trunk({k: inputs[k] for k in trunk.input})["value"]),
+        np.asarray(expected["value"]))
+
+
+def test_categorical_indices_clip_and_offset_each_layer():
+    layer = sc2.CategoricalIndices([0, 2], [3, 5])
+    features = np.array([[[-1.0, 9.0, 7.0], [2.0, 0.0, 4.0]]], np.float32)
+    np.testing.assert_array_equal(np.asarray(layer(features)), [[[0, 3 + 4], [2, 3 + 4]]])
+    assert layer.compute_output_shape((None, 8, 8, 3)) == (None, 8, 8, 2)
+    restored = sc2.CategoricalIndices.from_config(layer.get_config())
+    assert (restored.channels, restored.sizes) == ([0, 2], [3, 5])
+    with pytest.raises(ValueError, match="one size per channel"):
+        sc2.CategoricalIndices([0, 1], [3])
