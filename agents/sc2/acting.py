@@ -6,6 +6,13 @@ argument heads conditioned on that id. The actor records the behaviour policy's 
 log-probability (:func:`~keras_relational.models.sc2_agent.composite_log_prob_and_entropy`), the
 ConvLSTM state at the start of each unroll, and zeroes the state at every episode start.
 Sampling uses a NumPy generator (the environments step on the host anyway).
+
+:meth:`SC2Actor.get_state` is the actor's half of a ``train_sc2`` checkpoint: the generator's
+state and the finished episodes' returns, and, where the environments can be restored (pysc2's
+mock: ``SC2Environment.get_state``), their state, the last time steps, the ConvLSTM state and the
+running returns, so that a resumed run acts exactly as the uninterrupted one. The game's state
+lives in the StarCraft II process, which pysc2 can neither save nor load: a resumed game run
+starts new episodes.
 """
 
 import keras
@@ -21,6 +28,53 @@ def sample(logits, rng):
     probs = np.exp(logits - logits.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     return np.array([rng.choice(len(p), p=p) for p in probs], np.int32)
+
+
+class EpisodeReturns:
+    """The number of finished episodes and the returns of the last ``window`` of them, in order.
+
+    What ``train_sc2`` reports as ``mean_return`` (the mean of the last 100, as TF-Agents'
+    ``AverageReturnMetric`` keeps them), bounded so that a checkpoint stays small in a long run.
+    """
+
+    def __init__(self, window=100):
+        self.window = window
+        self.count = 0
+        self.recent = []
+
+    def add(self, value):
+        self.count += 1
+        self.recent.append(float(value))
+        del self.recent[:-self.window]
+
+    def mean(self):
+        """The mean of the recent returns (None before an episode finished)."""
+        return float(sum(self.recent) / len(self.recent)) if self.recent else None
+
+    def get_state(self):
+        return dict(count=self.count, recent=list(self.recent))
+
+    def set_state(self, state):
+        self.count, self.recent = int(state["count"]), [float(x) for x in state["recent"]]
+
+
+def environment_states(environments):
+    """Each environment's ``get_state()``, or None when one of them cannot be saved (the game;
+    an environment without ``get_state``)."""
+    states = [env.get_state() if hasattr(env, "get_state") else None for env in environments]
+    return None if any(state is None for state in states) else states
+
+
+def restore_environments(environments, states):
+    """Restores :func:`environment_states`' ``states`` (None: nothing); True if restored."""
+    if states is None or not all(hasattr(env, "set_state") for env in environments):
+        return False
+    if len(states) != len(environments):
+        raise ValueError(f"The checkpoint holds {len(states)} environments' states; this run "
+                         f"has {len(environments)} environments.")
+    for env, state in zip(environments, states, strict=True):
+        env.set_state(state)
+    return True
 
 
 class SC2Actor:
@@ -50,7 +104,29 @@ class SC2Actor:
         self._timesteps = [env.reset() for env in self.environments]
         self._state = tuple(np.asarray(s) for s in initial_state(model, len(self.environments)))
         self._returns = np.zeros(len(self.environments))
-        self.episode_returns = []  # returns of the episodes finished so far, in order
+        self.episodes = EpisodeReturns()  # the finished episodes: count and recent returns
+
+    def get_state(self):
+        """The actor's state for a checkpoint (picklable): see the module docstring."""
+        state = dict(rng=self.rng.bit_generator.state, episodes=self.episodes.get_state(),
+                     environments=environment_states(self.environments))
+        if state["environments"] is not None:
+            state.update(timesteps=list(self._timesteps), core_state=self._state,
+                         returns=self._returns.copy())
+        return state
+
+    def set_state(self, state):
+        """Restores :meth:`get_state`'s ``state``. Returns whether the environments were
+        restored too (False: they continue from their fresh episodes; the sampling and the
+        episode returns are restored either way)."""
+        self.rng.bit_generator.state = state["rng"]
+        self.episodes.set_state(state["episodes"])
+        if not restore_environments(self.environments, state["environments"]):
+            return False
+        self._timesteps = list(state["timesteps"])
+        self._state = tuple(np.asarray(s) for s in state["core_state"])
+        self._returns = np.array(state["returns"], np.float64)
+        return True
 
     def _observation(self):
         return {key: np.stack([np.asarray(ts.observation[key]) for ts in self._timesteps])
@@ -92,7 +168,7 @@ class SC2Actor:
             for i, ts in enumerate(following):
                 self._returns[i] = 0.0 if ts.first() else self._returns[i] + reward[i]
                 if ts.last():
-                    self.episode_returns.append(float(self._returns[i]))
+                    self.episodes.add(self._returns[i])
             observations.append(observation)
             step_types.append(step_type)
             actions.append(action)

@@ -24,6 +24,10 @@ COMPILE_MODES = ("xla", "graph", "eager")
 # Which V-trace learner trains: the keras.ops one (agents.sc2.learning) or TF-Agents' agent
 # (agents.sc2.tf_agents_agent).
 TRAINERS = ("compiled", "tf_agents")
+# The fields a resumed run may change: how long it runs, how often it reports and checkpoints,
+# how its update is compiled. A checkpoint of other values of any other field is refused.
+RESUMABLE_FIELDS = ("num_iterations", "checkpoint_interval", "max_seconds", "log_interval",
+                    "compile_mode")
 
 
 def _field(default, help):  # noqa: A002  (absl's name for a flag's description)
@@ -59,6 +63,13 @@ class SC2Config:
     compile_mode: str = _field("xla", f"The update: one of {COMPILE_MODES} ('eager' skips "
                                "tracing: short CPU runs).")
     log_interval: int = _field(10, "Updates between progress lines.")
+    checkpoint_interval: int = _field(100, "Updates between checkpoints (root_dir/checkpoints; "
+                                      "the last update is checkpointed too). Re-running the "
+                                      "same command resumes from the newest.")
+    max_seconds: float | None = _field(None, "Wall-clock budget of this run's training loop: "
+                                       "it stops after the update that reaches it, "
+                                       "checkpoints and exports; re-running the same command "
+                                       "continues (None: no budget).")
     seed: int = _field(0, "Seed of the weights, the sampling and the game.")
 
     def __post_init__(self):
@@ -67,13 +78,16 @@ class SC2Config:
         validation.check_choice("SC2Config", "compile_mode", self.compile_mode, COMPILE_MODES)
         validation.check_choice("SC2Config", "trainer", self.trainer, TRAINERS)
         for name in ("num_envs", "unroll_length", "num_iterations", "num_heads", "num_blocks",
-                     "screen_size", "step_mul", "mock_episode_length", "log_interval"):
+                     "screen_size", "step_mul", "mock_episode_length", "log_interval",
+                     "checkpoint_interval"):
             validation.check_positive_int("SC2Config", name, getattr(self, name))
         for name in ("learning_rate", "gradient_clip_norm"):
             validation.check_positive_number("SC2Config", name, getattr(self, name))
         for name in ("entropy_cost", "baseline_cost"):
             validation.check_positive_number("SC2Config", name, getattr(self, name),
                                              allow_zero=True)
+        validation.check_number_in_range("max_seconds", self.max_seconds, low=0,
+                                         low_exclusive=True, allow_none=True, owner="SC2Config")
         validation.check_fraction("discount", self.discount)
         if self.screen_size % 4:
             raise ValueError("SC2Config expects `screen_size` to be a multiple of 4 (two "

@@ -8,6 +8,10 @@ The TF-Agents route of ``train_sc2 --trainer=tf_agents``: the Box-World agents'
 acting with :class:`~keras_relational.agents.sc2.tf_agents_policy.SC2Policy` (two-stage
 sampling). :class:`TFAgentsSC2Trainer` steps the adapters with TF-Agents' ``PyDriver`` and
 trains on ``[B, T+1]`` unrolls (IMPALA's, Espeholt et al. 2018; Zambaldi et al. 2019, App. B).
+Its :meth:`~TFAgentsSC2Trainer.get_state` is the acting half of a ``train_sc2`` checkpoint (the
+stateless sampler's counter, the episode returns and, where the environments can be restored,
+the driver's time step, the policy state and the unroll in progress); the weights and the
+optimizer's variables are the other half (``keras_relational.agents.sc2.checkpointing``).
 """
 
 import functools
@@ -16,10 +20,14 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.drivers import py_driver
 from tf_agents.environments import batched_py_environment, dm_control_wrapper
-from tf_agents.metrics import py_metrics
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.specs import tensor_spec
 
+from keras_relational.agents.sc2.acting import (
+    EpisodeReturns,
+    environment_states,
+    restore_environments,
+)
 from keras_relational.agents.sc2.learning import LossInfo, score_actions
 from keras_relational.agents.sc2.network import SC2Network
 from keras_relational.agents.sc2.policy import ARGUMENTS
@@ -48,7 +56,7 @@ def composite_target(network, trajectory, argument_mask):
 
 
 def sc2_vtrace_agent(time_step_spec, action_spec, network, argument_mask, optimizer,
-                     argument_names=ARGUMENTS, **kwargs):
+                     argument_names=ARGUMENTS, sampling_seed=None, **kwargs):
     """A :class:`VTraceAgent` on the SC2 agent's composite actions (initialised).
 
     Args:
@@ -59,6 +67,8 @@ def sc2_vtrace_agent(time_step_spec, action_spec, network, argument_mask, optimi
         optimizer: a tf-keras optimizer (Zambaldi et al. 2019, Table 2: Adam 0.9 / 0.999 /
             1e-8).
         argument_names: the argument types in ``argument_mask`` 's order (pysc2's).
+        sampling_seed: the collect policy's (:class:`SC2Policy`; None: TensorFlow's stateful
+            sampling).
         **kwargs: :class:`VTraceAgent` 's costs and options (``discount``, ``entropy_cost``,
             ``baseline_cost``, ``gradient_clip_norm``, ``jit_compile``, ``use_tf_function``,
             ...).
@@ -70,7 +80,7 @@ def sc2_vtrace_agent(time_step_spec, action_spec, network, argument_mask, optimi
         time_step_spec, action_spec, network, optimizer,
         target_fn=functools.partial(composite_target, argument_mask=argument_mask),
         collect_policy=SC2Policy(time_step_spec, action_spec, network, argument_mask,
-                                 argument_names),
+                                 argument_names, sampling_seed=sampling_seed),
         policy=SC2Policy(time_step_spec, action_spec, network, argument_mask, argument_names,
                          greedy=True),
         **kwargs)
@@ -93,6 +103,8 @@ class TFAgentsSC2Trainer:
             1e-8).
         use_tf_function: act and compute the loss in ``tf.function`` s (False: op by op, no
             trace; short CPU runs).
+        sampling_seed: the collect policy samples statelessly from this seed (None:
+            TensorFlow's stateful sampling, which a checkpoint cannot restore).
         **agent_kwargs: the rest of :func:`sc2_vtrace_agent` 's arguments (costs,
             ``jit_compile``).
 
@@ -104,31 +116,38 @@ class TFAgentsSC2Trainer:
     """
 
     def __init__(self, environments, model_fn, argument_names, argument_mask, unroll_length,
-                 learning_rate, use_tf_function=True, **agent_kwargs):
+                 learning_rate, use_tf_function=True, sampling_seed=None, **agent_kwargs):
+        self.environments = list(environments)
         self.env = batched_py_environment.BatchedPyEnvironment(
             [dm_control_wrapper.DmControlWrapper(env) for env in environments],
             multithreading=False)
         time_step_spec = tensor_spec.from_spec(self.env.time_step_spec())
         action_spec = tensor_spec.from_spec(self.env.action_spec())
         self.network = SC2Network(time_step_spec.observation, model_fn)
+        # Zambaldi et al. 2019, Table 2: Adam, beta1 0.9, beta2 0.999, epsilon 1e-8.
+        self.optimizer = tf.keras.optimizers.Adam(learning_rate, beta_1=0.9, beta_2=0.999,
+                                                  epsilon=1e-8)
+        # Its slots now rather than at the first step (as apply_gradients would, on the same
+        # variables): a checkpoint restores them before any step.
+        self.optimizer.build(self.network.trainable_variables)
+        # Its own counter, not TensorFlow's global step (which every agent of a process shares).
+        agent_kwargs.setdefault("train_step_counter", tf.Variable(0, dtype=tf.int64,
+                                                                  trainable=False))
         self.agent = sc2_vtrace_agent(
-            time_step_spec, action_spec, self.network, argument_mask,
-            tf.keras.optimizers.Adam(learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8),
-            argument_names=argument_names, use_tf_function=use_tf_function, **agent_kwargs)
+            time_step_spec, action_spec, self.network, argument_mask, self.optimizer,
+            argument_names=argument_names, use_tf_function=use_tf_function,
+            sampling_seed=sampling_seed, **agent_kwargs)
         batch_size = self.env.batch_size
         # Two places: a driver run that starts on boundary steps may finish a second unroll.
         self.unrolls = UnrollQueue(self.agent.collect_data_spec, batch_size, unroll_length,
                                    max_unrolls=2)
-        self.average_return = py_metrics.AverageReturnMetric(batch_size=batch_size,
-                                                             buffer_size=100)
-        self.episodes = py_metrics.NumberOfEpisodes()
+        self.returns = _ReturnObserver(batch_size)
         policy = py_tf_eager_policy.PyTFEagerPolicy(self.agent.collect_policy,
                                                     use_tf_function=use_tf_function,
                                                     batch_time_steps=False)  # already batched
         # max_steps=1: one batched step a run (PyDriver counts non-boundary steps).
-        self.driver = py_driver.PyDriver(
-            self.env, policy, observers=[self.unrolls, self.average_return, self.episodes],
-            max_steps=1)
+        self.driver = py_driver.PyDriver(self.env, policy, observers=[self.unrolls, self.returns],
+                                         max_steps=1)
         self._time_step = self.env.reset()
         self._policy_state = policy.get_initial_state(batch_size)
 
@@ -151,11 +170,68 @@ class TFAgentsSC2Trainer:
 
     @property
     def episode_count(self):
-        return int(self.episodes.result())
+        return self.returns.episodes.count
+
+    def optimizer_variables(self):
+        """The Adam's variables (its step count and both moments of every weight)."""
+        return list(self.optimizer.variables)
 
     def mean_return(self):
         """The mean return of the last 100 finished episodes (None before one finished)."""
-        return float(self.average_return.result()) if self.episode_count else None
+        return self.returns.episodes.mean()
+
+    def get_state(self):
+        """The trainer's acting state for a checkpoint (picklable; the weights and the
+        optimizer are saved apart): the sampler's counter, the agent's train step, the episode
+        returns and, when every environment can be restored (pysc2's mock, not the game), their
+        states, the driver's last time step and policy state, the steps held toward the next
+        unroll and the running returns."""
+        count = self.agent.collect_policy.sample_count
+        state = dict(sample_count=None if count is None else int(count.numpy()),
+                     train_step=int(self.agent.train_step_counter.numpy()),
+                     episodes=self.returns.episodes.get_state(),
+                     environments=environment_states(self.environments))
+        if state["environments"] is not None:
+            state.update(time_step=tf.nest.map_structure(np.asarray, self._time_step),
+                         policy_state=tf.nest.map_structure(np.asarray, self._policy_state),
+                         unrolls=self.unrolls.get_state(), running=self.returns.running.copy())
+        return state
+
+    def set_state(self, state):
+        """Restores :meth:`get_state`'s ``state`` (before any step). Returns whether the
+        environments were restored too (False: they continue from fresh episodes)."""
+        count = self.agent.collect_policy.sample_count
+        if count is not None and state["sample_count"] is not None:
+            count.assign(state["sample_count"])
+        self.agent.train_step_counter.assign(state["train_step"])
+        self.returns.episodes.set_state(state["episodes"])
+        if not restore_environments(self.environments, state["environments"]):
+            return False
+        self._time_step = state["time_step"]
+        self._policy_state = state["policy_state"]
+        self.unrolls.set_state(state["unrolls"])
+        self.returns.running = np.array(state["running"], np.float64)
+        return True
 
     def close(self):
         self.env.close()
+
+
+class _ReturnObserver:
+    """A driver observer that adds each finished episode's return to an
+    :class:`~keras_relational.agents.sc2.acting.EpisodeReturns` (``episodes``).
+
+    TF-Agents' ``AverageReturnMetric`` sums: a running sum per environment, zeroed at an
+    episode's first step, every transition's reward added, the sum taken at its last; kept here
+    rather than in the metric so that a checkpoint saves them.
+    """
+
+    def __init__(self, batch_size):
+        self.running = np.zeros(batch_size, np.float64)
+        self.episodes = EpisodeReturns()
+
+    def __call__(self, trajectory):
+        self.running[np.asarray(trajectory.is_first())] = 0.0
+        self.running += np.asarray(trajectory.reward, np.float64)
+        for i in np.flatnonzero(np.asarray(trajectory.is_last())):
+            self.episodes.add(self.running[i])

@@ -6,7 +6,9 @@ from the trunk's logits, masked by the available actions, then every argument fr
 heads given that id (Zambaldi et al. 2019, App. C; Vinyals et al. 2017, Sec. 4.1). Its
 ``policy_info`` records what V-trace needs: the behaviour policy's composite log-probability
 and the ConvLSTM state the step started from (the learner replays each unroll from its first
-step's state).
+step's state). With a ``sampling_seed`` it samples statelessly, from a seed and a call counter
+that a checkpoint saves (TensorFlow's stateful sampling keeps its state in the process, where no
+checkpoint reaches it), so a resumed run samples exactly as the uninterrupted one.
 """
 
 import tensorflow as tf
@@ -37,6 +39,10 @@ class SC2Policy(tf_policy.TFPolicy):
             ``function``.
         greedy: the most probable available function, then the most probable value of each
             argument given it (the greedy policy; what ``export_policy`` serves).
+        sampling_seed: None (TensorFlow's stateful sampling), or sample statelessly: the n-th
+            call of ``action`` samples the function id and then each argument with seeds
+            folded from ``(sampling_seed, n)`` (``tf.random.stateless_categorical``), n counted
+            by :attr:`sample_count`, which a checkpoint saves. Ignored when ``greedy``.
         name: policy name.
 
     Example::
@@ -47,7 +53,7 @@ class SC2Policy(tf_policy.TFPolicy):
     """
 
     def __init__(self, time_step_spec, action_spec, network, argument_mask,
-                 argument_names=ARGUMENTS, greedy=False, name=None):
+                 argument_names=ARGUMENTS, greedy=False, sampling_seed=None, name=None):
         self._argument_names = tuple(argument_names)
         expected = {"function", *self._argument_names}
         keys = set(action_spec) if hasattr(action_spec, "keys") else None
@@ -64,6 +70,9 @@ class SC2Policy(tf_policy.TFPolicy):
         self._network = network
         self._argument_mask = mask
         self._greedy = greedy
+        self._sampling_seed = sampling_seed
+        self._sample_count = None if sampling_seed is None or greedy else tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="sample_count")
         state_h, state_c = network.state_spec
         info_spec = {"log_prob": tf.TensorSpec((), tf.float32), "state_h": state_h,
                      "state_c": state_c}
@@ -74,17 +83,35 @@ class SC2Policy(tf_policy.TFPolicy):
     def greedy(self):
         return self._greedy
 
+    @property
+    def sample_count(self):
+        """The stateless sampler's call counter (an int64 ``tf.Variable``), or None."""
+        return self._sample_count
+
     def _variables(self):
         return self._network.variables
 
     def _choose(self, logits, seed_stream, dtype):
         if self._greedy:
             return tf.argmax(logits, axis=-1, output_type=dtype)
-        return tfp.distributions.Categorical(logits=logits, dtype=dtype).sample(
-            seed=seed_stream())
+        seed = seed_stream()
+        if self._sample_count is None:
+            return tfp.distributions.Categorical(logits=logits, dtype=dtype).sample(seed=seed)
+        flat = tf.reshape(logits, [-1, tf.shape(logits)[-1]])  # any outer dims
+        return tf.reshape(tf.random.stateless_categorical(flat, 1, seed, dtype=dtype),
+                          tf.shape(logits)[:-1])
+
+    def _seeds(self, seed):
+        """A callable giving the seed of each sampling stage in turn."""
+        if self._sample_count is None:
+            return tfp.util.SeedStream(seed, salt="sc2_policy")
+        count = self._sample_count.assign_add(1) - 1
+        base = tf.stack([tf.constant(self._sampling_seed, tf.int64), count])
+        stages = iter(range(1 + len(self._argument_names)))
+        return lambda: tf.random.experimental.stateless_fold_in(base, next(stages))
 
     def _action(self, time_step, policy_state, seed=None):
-        seed_stream = tfp.util.SeedStream(seed, salt="sc2_policy")
+        seed_stream = None if self._greedy else self._seeds(seed)
         outputs, next_state = self._network(time_step.observation,
                                             step_type=time_step.step_type,
                                             network_state=policy_state, training=False)

@@ -184,5 +184,38 @@ class SC2Environment(dm_env.Environment):
         self._previous = (int(call.function), spatial)
         return self._timestep(self._env.step([call]))
 
+    def get_state(self):
+        """The state of pysc2's mock behind this adapter (picklable), or None for the game.
+
+        The mock (``SC2TestEnv``) returns fixed observations, so the adapter's record of the
+        previous action, the available functions, whether the next step resets, and the mock's
+        step counter are all of it: :meth:`set_state` makes a fresh mock continue exactly as
+        this one (what ``train_sc2``'s checkpoints need to resume a run as the uninterrupted
+        one). The game's state lives in the StarCraft II process, which pysc2 can neither save
+        nor load: None (a resumed run starts new episodes).
+        """
+        if not isinstance(self._env, self._pysc2["mock_sc2_env"].SC2TestEnv):
+            return None
+        function, spatial = self._previous
+        return dict(previous_function=int(function), previous_spatial=spatial.copy(),
+                    available=None if self._available is None else self._available.copy(),
+                    needs_reset=bool(self._needs_reset),
+                    # pysc2 4.0's mock counts its steps here (no public accessor).
+                    episode_steps=int(self._env._episode_steps))
+
+    def set_state(self, state):
+        """Restores :meth:`get_state`'s ``state`` into an adapter over pysc2's mock."""
+        if not isinstance(self._env, self._pysc2["mock_sc2_env"].SC2TestEnv):
+            raise ValueError("SC2Environment.set_state: only pysc2's mock environment can be "
+                             "restored; the game's state lives in the StarCraft II process.")
+        if state is None:
+            raise ValueError("SC2Environment.set_state: expected a state of get_state(), "
+                             "received None (the state of a game, which cannot be restored).")
+        self._previous = (int(state["previous_function"]),
+                          np.asarray(state["previous_spatial"], np.float32).copy())
+        self._available = None if state["available"] is None else np.asarray(state["available"])
+        self._needs_reset = bool(state["needs_reset"])
+        self._env._episode_steps = int(state["episode_steps"])
+
     def close(self):
         self._env.close()
