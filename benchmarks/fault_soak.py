@@ -28,6 +28,11 @@ _BOXWORLD = ["--goal_length=1", "--num_distractors=0", "--room_size=5",
              "--observation_type=one_hot", "--num_envs=4", "--unroll_length=5", "--key_dim=8",
              "--head_width=16", "--log_interval=1", "--checkpoint_interval=2",
              "--eval_episodes=0", "--num_iterations=8"]
+# pysc2's mock (no game), the tiny agent, eager updates: 2-step episodes, a checkpoint each update.
+_SC2 = ["--mock", "--map=MoveToBeacon", "--num_envs=2", "--unroll_length=2", "--screen_size=8",
+        "--tiny_model", "--num_blocks=1", "--num_heads=1", "--compile_mode=eager",
+        "--mock_episode_length=2", "--num_iterations=3", "--checkpoint_interval=1",
+        "--log_interval=1"]
 # name: (module, flags, the checkpoint interval in its progress units, the outputs of a run).
 BINARIES = {
     "train_boxworld (tf_agents)": (
@@ -66,6 +71,9 @@ BINARIES = {
     "same_colour_demo": (
         "same_colour_demo", ["--num_train=64", "--epochs=3"],
         (1, "epochs"), ("results.json", "model.keras")),
+    "train_sc2 (compiled)": (
+        "train_sc2", _SC2, (1, "updates"),
+        ("result.json", "policy/saved_model.pb", "sc2_agent.keras", "sc2_agent.weights.h5")),
 }
 
 
@@ -83,6 +91,7 @@ CALIBRATION = {
     "train_boxworld (compiled)": (67, None),
     "train_relations_game": (96, None),
     "same_colour_demo": (120, None),
+    "train_sc2 (compiled)": (52, None),
 }
 
 

@@ -14,9 +14,16 @@ learner (``--trainer=compiled``, the default); the outputs are the same.
 settings and one value of each Table 4 sweep. The game itself is found through ``SC2PATH``
 (a clear error names it when it is missing); ``--mock`` plays pysc2's mock environment
 instead (random spec-true observations, reward 0: it checks the whole path, it learns nothing).
-Outputs under ``--root_dir``: ``policy/`` (the greedy policy, a SavedModel),
-``sc2_agent.weights.h5`` and ``result.json``. Needs ``pip install 'keras-relational[sc2]'``
-(see docs/sc2.md).
+Outputs under ``--root_dir``: ``checkpoints/`` (every ``--checkpoint_interval`` updates and after
+the last), ``policy/`` (the greedy policy, a SavedModel), ``sc2_agent.keras``,
+``sc2_agent.weights.h5`` and ``result.json``. Re-running the same command resumes from the newest
+checkpoint, also after ``kill -9`` (a finished run is not trained again); ``--max_seconds=540``
+stops after the update that reaches 540 s, checkpoints and exports, so a long run goes in pieces
+of one command. On ``--mock`` a resumed run continues exactly as the uninterrupted one; the
+game's state cannot be saved (it lives in the StarCraft II process), so a resumed game run starts
+new episodes, with the weights, optimizer, update count and sampling of its checkpoint. A
+checkpoint of other settings (another ``--map``, model size, trainer, ...) is refused with an
+error naming the setting. Needs ``pip install 'keras-relational[sc2]'`` (see docs/sc2.md).
 """
 
 # Before TensorFlow loads: hides known-harmless dependency messages when run as a binary (not
@@ -75,10 +82,14 @@ def main(argv):
             check_game(config.map_name)  # before anything is built
         except FileNotFoundError as error:
             raise SystemExit(f"train_sc2: {error}") from error
+    from keras_relational.agents.sc2 import checkpointing
     from keras_relational.agents.sc2.train_eval import train_eval
 
-    result = train_eval(FLAGS.root_dir, config,
-                        model_kwargs=TINY_MODEL if FLAGS.tiny_model else None)
+    try:
+        result = train_eval(FLAGS.root_dir, config,
+                            model_kwargs=TINY_MODEL if FLAGS.tiny_model else None)
+    except (checkpointing.CheckpointError, checkpointing.SettingsMismatchError) as error:
+        raise SystemExit(f"train_sc2: {error}") from error
     print(f"policy: {result['policy_dir']}")
 
 

@@ -11,14 +11,15 @@ checkpoint index). Then it runs the command to completion, and checks after ever
 * every finished output is whole or absent (``*.json`` strict JSON, ``*.jsonl`` line by line,
   ``*.keras`` whole zip files, SavedModel directories with their variables);
 * each resumed piece continues from the newest valid saved state the kill left (its
-  ``Resuming from <dir>: train step N`` / ``: epoch N`` line), never from an older one;
+  ``Resuming from <dir>: train step N`` / ``: epoch N`` / ``: update N`` line), never from an
+  older one;
 * no saved state older than that newest valid one is written again (nothing restarted from zero);
 * the last piece exits 0 and writes the run's outputs.
 
 Saved states are read from the files themselves: TF checkpoints ``ckpt-N.index`` (and their data
-files), the compiled trainer's ``ckpt-N.npz`` and ``SafeBackupAndRestore`` directories
-(``training_metadata.json`` whose weights' CRC-32 matches). Pure Python (the binaries run in
-subprocesses): ``benchmarks/fault_soak.py`` and ``tests/test_random_kills.py`` use it.
+files), the compiled trainer's and ``train_sc2``'s ``ckpt-N.npz`` and ``SafeBackupAndRestore``
+directories (``training_metadata.json`` whose weights' CRC-32 matches). Pure Python (the binaries
+run in subprocesses): ``benchmarks/fault_soak.py`` and ``tests/test_random_kills.py`` use it.
 """
 
 import dataclasses
@@ -33,7 +34,7 @@ import time
 import zipfile
 import zlib
 
-RESUME = re.compile(r"Resuming from (\S+): (?:train step|epoch) (\d+)")
+RESUME = re.compile(r"Resuming from (\S+): (?:train step|epoch|update) (\d+)")
 _TF_CHECKPOINT = re.compile(r"^ckpt-(\d+)\.index$")
 _NPZ_CHECKPOINT = re.compile(r"^ckpt-(\d+)\.npz$")
 _METADATA = re.compile(r"^training_metadata\.json(\.bkp|\.partial)?$")
@@ -58,7 +59,8 @@ def _crc32(path):
 def saved_states(root, corrupted=()):
     """``{stream: (progress, files)}``: the newest valid saved state of each stream under ``root``.
 
-    A stream is a run's checkpoints (keyed by the run's ``root_dir``, progress in train steps) or
+    A stream is a run's checkpoints (keyed by the run's ``root_dir``, progress in train steps or
+    updates) or
     one backup directory (keyed by it, progress in epochs); ``files`` are the state's files.
     Paths in ``corrupted`` (those :func:`corrupt` spoiled) never count.
     """
@@ -71,7 +73,10 @@ def all_saved_states(root, corrupted=()):
     states = {}
     for folder, _, names in os.walk(root):
         names = set(names)
-        owner = os.path.dirname(os.path.dirname(folder))  # root_dir of root_dir/train/checkpoints
+        # The run's root_dir: of root_dir/train/checkpoints (TF-Agents, the compiled loop) or of
+        # root_dir/checkpoints (train_sc2).
+        parent = os.path.dirname(folder)
+        owner = os.path.dirname(parent) if os.path.basename(parent) == "train" else parent
         found = []
         for name in names:
             if m := _TF_CHECKPOINT.match(name):

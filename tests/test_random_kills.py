@@ -57,6 +57,29 @@ def test_saved_states_reads_checkpoints_and_backups_and_skips_spoiled_ones(tmp_p
     assert (after[os.path.normpath(root)][0], after[backup][0]) in ((2, 2), (4, 1), (4, 2))
 
 
+def _npz_checkpoint(path, step):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    import numpy as np
+
+    np.savez(path, meta=np.array(json.dumps({"update": step})), w00000=np.zeros(3))
+
+
+def test_train_sc2_checkpoints_are_streams_of_their_root_dir_and_its_resume_lines_parse(
+        tmp_path):
+    # train_sc2 writes root_dir/checkpoints/ckpt-<update>.npz and prints "update N".
+    root = str(tmp_path / "run")
+    for step in (2, 3):
+        _npz_checkpoint(os.path.join(root, "checkpoints", f"ckpt-{step}.npz"), step)
+    _write(os.path.join(root, "checkpoints", "ckpt-4.npz"), b"PK\x03\x04 half")  # not whole
+    _npz_checkpoint(os.path.join(root, "boxworld", "train", "checkpoints", "ckpt-5.npz"), 5)
+    states = random_kills.saved_states(root)
+    assert {stream: progress for stream, (progress, _) in states.items()} == {
+        os.path.normpath(root): 3, os.path.join(root, "boxworld"): 5}
+    piece = random_kills.Piece(0, f"Resuming from {root}/: update 3\nResuming from /x: train "
+                                  f"step 7\n", 1.0, 1.0, 1, False, {}, {}, [])
+    assert piece.resumed() == {os.path.normpath(root): 3, "/x": 7}
+
+
 def test_half_written_outputs_are_found_and_temporaries_ignored(tmp_path):
     root = str(tmp_path)
     _write(os.path.join(root, "result.json"), '{"a": 1}')

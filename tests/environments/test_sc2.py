@@ -14,6 +14,7 @@ pytestmark = pytest.mark.skipif(
 CHECK = os.path.join(os.path.dirname(__file__), "sc2_mock_check.py")
 POLICY_CHECK = os.path.join(os.path.dirname(__file__), "sc2_policy_check.py")
 TF_AGENTS_CHECK = os.path.join(os.path.dirname(__file__), "sc2_tf_agents_check.py")
+RESUME_CHECK = os.path.join(os.path.dirname(__file__), "sc2_resume_check.py")
 SIZE = 8
 
 
@@ -39,6 +40,18 @@ def test_tf_agents_train_steps_through_a_driver_on_mock_env():
                             env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "train step 2: loss" in result.stdout and "tf_agents ok" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_resumed_mock_run_ends_with_the_uninterrupted_runs_weights():
+    # train_eval cut by max_seconds and resumed on pysc2's mock (its state is checkpointed),
+    # in a fresh process for the protobuf variable; about 40 s of CPU on a loaded machine.
+    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
+               KERAS_BACKEND="tensorflow")
+    result = subprocess.run([sys.executable, RESUME_CHECK], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Resuming from" in result.stdout and "resume ok" in result.stdout
 
 
 def test_import_helper_names_the_protobuf_variable():
