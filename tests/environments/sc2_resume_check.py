@@ -19,9 +19,10 @@ import numpy as np  # noqa: E402
 from keras_relational.agents.sc2.train_eval import train_eval  # noqa: E402
 
 TINY = dict(stem_channels=4, lstm_channels=8, key_dim=8, mlp_units=(16,))
-# Episodes of 3 steps (FIRST, MID, LAST) against unrolls of 2: the cut falls inside an episode.
+# Episodes of 4 steps (FIRST, MID, MID, LAST) against unrolls of 2: the cut after update 1
+# falls inside an episode (the mock must resume its step count).
 SETTINGS = dict(mock=True, map_name="MoveToBeacon", num_envs=2, unroll_length=2, screen_size=8,
-                num_blocks=1, num_heads=1, compile_mode="eager", mock_episode_length=2,
+                num_blocks=1, num_heads=1, compile_mode="eager", mock_episode_length=3,
                 num_iterations=2, log_interval=1)
 
 
