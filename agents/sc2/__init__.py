@@ -14,6 +14,8 @@ or through TF-Agents' V-trace agent:
   (``--trainer=tf_agents``): :class:`SC2Network` (the recurrent TF-Agents network),
   :class:`SC2Policy` (two-stage sampling), the V-trace agent with the composite target and
   :class:`TFAgentsSC2Trainer` (a ``PyDriver`` and ``agent.train``);
+* ``checkpointing``: ``root_dir/checkpoints`` (weights, optimizer, update count, sampling state,
+  episode returns and, on pysc2's mock, the environments' state) and the resume from them;
 * ``train_eval``: the loop that puts them together (the ``train_sc2`` binary).
 
 Needs no pysc2 itself; the environments do (``pip install 'keras-relational[sc2]'``).
