@@ -112,6 +112,13 @@ def test_a_cut_run_resumes_as_the_uninterrupted_run(runs):
     assert resumed_actor[key] == actor[key]
     assert second["loss"] == expected["loss"] and second["episodes"] == expected["episodes"]
     assert second["mean_return"] == expected["mean_return"]
+    # The exported .keras file reloads as the trained model.
+    import keras
+
+    loaded = keras.saving.load_model(second["keras_file"])
+    assert len(loaded.weights) == sum(name.startswith("w") for name in arrays)
+    for i, variable in enumerate(loaded.weights):
+        np.testing.assert_array_equal(np.asarray(variable), arrays[f"w{i:05d}"])
 
 
 def test_a_finished_run_is_not_trained_again(compiled_runs, tmp_path):

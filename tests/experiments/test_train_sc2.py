@@ -45,3 +45,28 @@ def test_check_game_names_the_missing_map(tmp_path, monkeypatch):
     (tmp_path / "Maps" / "mini_games").mkdir(parents=True)
     (tmp_path / "Maps" / "mini_games" / "MoveToBeacon.SC2Map").write_bytes(b"")
     assert check_game("MoveToBeacon") == str(tmp_path)
+
+
+@pytest.mark.subprocess
+def test_a_checkpoint_of_another_map_stops_the_binary_naming_it(tmp_path):
+    # The settings are checked before pysc2 or the model is needed: a one-line error, nothing
+    # written (tests/agents/test_sc2_checkpoints.py checks every kind of mismatch in-process).
+    import numpy as np
+
+    from keras_relational.agents.compiled import checkpointing as files
+    from keras_relational.agents.sc2 import checkpointing
+    from keras_relational.agents.sc2.config import SC2Config
+
+    saved = SC2Config(mock=True, map_name="MoveToBeacon", num_envs=2)
+    files.write(checkpointing.checkpoint_dir(str(tmp_path)), 1, {"w00000": np.zeros(2),
+                "actor": np.zeros(1, np.uint8)},
+                dict(format=checkpointing.FORMAT, update=1, settings=checkpointing.settings(saved)))
+    listing = sorted(os.listdir(tmp_path / "checkpoints"))
+    result = subprocess.run(BINARY + [f"--root_dir={tmp_path}", "--mock", "--map=DefeatRoaches",
+                                      "--num_envs=2"], capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "train_sc2: The checkpoint" in result.stderr, result.stderr[-3000:]
+    assert "map_name='MoveToBeacon' (--map)" in result.stderr
+    assert "map_name='DefeatRoaches'" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["checkpoints"]
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == listing
