@@ -74,7 +74,10 @@ def config_from_flags():
 
 def main(argv):
     del argv
-    config = config_from_flags()
+    try:
+        config = config_from_flags()
+    except ValueError as error:  # a value absl's bounds let through, e.g. --max_seconds=0
+        raise app.UsageError(str(error)) from error
     if not config.mock:
         from keras_relational.environments.sc2.maps import check_game
 

@@ -33,6 +33,17 @@ def test_help_lists_the_seven_maps_and_a_bad_map_is_refused(tmp_path):
     assert bad.returncode != 0 and "--map" in bad.stderr
 
 
+@pytest.mark.subprocess
+@pytest.mark.parametrize("flag, message", [
+    ("--max_seconds=0", "`max_seconds`: expected a finite number > 0 or None, received 0.0"),
+    ("--checkpoint_interval=0", "--checkpoint_interval")])
+def test_bad_checkpoint_flags_are_refused_before_anything_runs(tmp_path, flag, message):
+    result = subprocess.run(BINARY + [f"--root_dir={tmp_path}", "--mock", flag],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not os.listdir(tmp_path)
+
+
 def test_check_game_names_the_missing_map(tmp_path, monkeypatch):
     (tmp_path / "Versions").mkdir()
     monkeypatch.setenv("SC2PATH", str(tmp_path))
