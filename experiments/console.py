@@ -46,15 +46,19 @@ _HARMLESS_WARNINGS = (
     # parameters are not StructuredValue-encodable; the exported policies do not need them.
     (UserWarning, r"Encoding a StructuredValue with type tfp\."),
 )
-# TensorFlow's C++ logs (oneDNN notices, CUDA/cuInit on machines without a GPU, XLA banners):
+# TensorFlow's C++ logs written after absl::InitializeLog (XLA banners, runtime warnings):
 # 2 hides INFO and WARNING; errors still show.
 _TF_CPP_MIN_LOG_LEVEL = "2"
 
 
-# C++ lines that TF_CPP_MIN_LOG_LEVEL does not reach (absl logs written before
-# absl::InitializeLog, CUDA probing on a machine without a GPU driver), matched per line.
+# C++ lines that TF_CPP_MIN_LOG_LEVEL does not reach, matched per line: TensorFlow 2.21 writes
+# the logs of its shared libraries' start-up before absl::InitializeLog, straight to stderr
+# whatever the level: absl's banner, CUDA probing on a machine without a GPU driver, and the
+# oneDNN notice (twice per TensorFlow import) on CPUs where oneDNN is on by default (those with
+# AVX512_VNNI, AVX512_BF16 or AMX; on older CPUs TensorFlow prints no notice).
 HARMLESS_STDERR_LINES = (
     r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    r"[IW]\d{4} [^\n]*port\.cc:\d+\] oneDNN custom operations are on\. ",
     r"[IW]\d{4} [^\n]*cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine",
     r"E\d{4} [^\n]*cuda_platform\.cc:\d+\] failed call to cuInit",
     r"[IW]\d{4} [^\n]*cpu_feature_guard\.cc:\d+\] ",
@@ -136,9 +140,10 @@ def quiet_dependencies(module_name, argv=None):
     ``console.quiet_dependencies(__name__)``. It acts only when that module is the program being
     run (``python -m ...`` or its console script), never when it is imported, and not with
     ``--verbose_dependencies``. It sets ``TF_CPP_MIN_LOG_LEVEL=2`` (unless already set:
-    TensorFlow's C++ INFO and WARNING logs such as the oneDNN notice), drops the C++ lines of
-    :data:`HARMLESS_STDERR_LINES` from standard error (CUDA probing without a GPU driver, absl's
-    pre-initialisation banner), hides gym's "unmaintained" notice and TensorFlow Probability's
+    TensorFlow's C++ INFO and WARNING logs), drops the C++ lines of
+    :data:`HARMLESS_STDERR_LINES` from standard error (the start-up lines that level does not
+    reach: the oneDNN notice, CUDA probing without a GPU driver, absl's pre-initialisation
+    banner), hides gym's "unmaintained" notice and TensorFlow Probability's
     ``UserWarning`` s at SavedModel export, and lowers absl's Python logging to errors. It also
     defines the ``--verbose_dependencies`` flag.
 

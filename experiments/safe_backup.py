@@ -6,9 +6,10 @@ an epoch that do not match. Here every backup is written to temporary files firs
 place only when complete, and keeps the previous backup (``*.bkp``); the metadata records the
 weights file's CRC-32, so a restart uses the newest pair that matches, warns naming any backup
 it skips, and raises a clear error (naming the directory and how to start afresh) when backups
-exist but none can be read. The metadata also keeps the backed-up epoch's logs
-(``restored_logs`` after a restore). Used by every supervised binary (relations game, bAbI,
-same-colour demo, palindromes, character LM).
+exist but none can be read. A kill during the run's first backup write leaves only its
+temporaries, no backup: the restart warns and starts from the first epoch. The metadata also
+keeps the backed-up epoch's logs (``restored_logs`` after a restore). Used by every supervised
+binary (relations game, bAbI, same-colour demo, palindromes, character LM).
 
 Above the epochs: a finished run's result file (with a ``"settings"`` entry) is re-used by
 :func:`read_finished` when a re-run has the same settings, and :class:`RunState` records which
@@ -65,12 +66,16 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
         self.restored_epoch = None  # the epoch the last restore resumed after (None: none)
         self.restored_logs = {}  # and its logs
 
+    @staticmethod
+    def _partial(path):
+        """The temporary a backup write fills before renaming it to ``path``."""
+        folder, name = os.path.split(path)
+        return os.path.join(folder, "partial." + name.split(".", 1)[1]) \
+            if name == _WEIGHTS else path + ".partial"
+
     def _files(self, path):
         """The existing copies of a backup file: latest, previous (.bkp), unfinished write."""
-        folder, name = os.path.split(path)
-        partial = os.path.join(folder, "partial." + name.split(".", 1)[1]) \
-            if name == _WEIGHTS else path + ".partial"
-        return [p for p in (path, path + ".bkp", partial) if os.path.exists(p)]
+        return [p for p in (path, path + ".bkp", self._partial(path)) if os.path.exists(p)]
 
     def on_train_begin(self, logs=None):
         # Keras reads `model._initial_epoch` and never resets it: a restore of an earlier `fit`
@@ -138,6 +143,18 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
             self.restored_epoch, self.restored_logs = epoch, epoch_logs
             return epoch
         details = "; ".join(f"{path}: {why}" for path, why in skipped) or "no metadata"
+        found = weights_files + metadata_files
+        partials = {self._partial(self._weights_path),
+                    self._partial(self._training_metadata_path)}
+        if all(path in partials for path in found):
+            # Only the temporaries of the run's first backup, whose write was killed before it
+            # was complete: no epoch was ever backed up, so the newest valid state is the start
+            # (the run's first backup replaces the temporaries).
+            names = ", ".join(sorted(os.path.basename(path) for path in found))
+            self._warn(f"WARNING: skipping the unfinished first backup in {self.backup_dir} "
+                       f"({names}; {details}); no epoch was backed up yet, starting from the "
+                       f"first epoch.")
+            return None
         raise BackupError(
             f"No backup in {self.backup_dir} can be restored ({details}). Nothing was "
             f"overwritten. To start afresh, move or delete {self.backup_dir} (or train with "
@@ -148,12 +165,13 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
         weights, metadata = self._weights_path, self._training_metadata_path
         partial_weights = os.path.join(self.backup_dir, "partial.weights.h5")
         self.model.save_weights(partial_weights, overwrite=True)
+        faults.point("backup_weights")  # the weights written, not yet their metadata
         partial_metadata = metadata + ".partial"
         with open(partial_metadata, "w") as f:
             json.dump(json_files.strict_json_value(
                 {"epoch": self._current_epoch, "batch": self._last_batch_seen,
                  "weights_crc32": _crc32(partial_weights), "logs": self._logs}), f)
-        faults.point("backup_write")  # the fault tests kill here, and below
+        faults.point("backup_write")  # the fault tests kill here, above and below
         if os.path.exists(weights):
             os.replace(weights, weights + ".bkp")
         if os.path.exists(metadata):

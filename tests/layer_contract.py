@@ -16,7 +16,8 @@
 The mixed-precision part (``check_mixed_precision``, run for every layer by
 ``tests/layers/test_mixed_precision.py`` over the cases of ``tests/mixed_precision_cases.py``):
 under ``mixed_float16`` and ``mixed_bfloat16``, finite outputs and gradients on degenerate inputs,
-and outputs within ``MIXED_PRECISION_TOLERANCE`` of float32.
+and outputs within ``MIXED_PRECISION_TOLERANCE`` of float32 (for a layer whose float32 output is
+ill-conditioned in its 16-bit parts' outputs, its cases compare stage by stage instead).
 
 The individual checks are public too, for layers that need a custom model around them.
 """
@@ -132,6 +133,8 @@ _FLOAT16_MAX = 65504.0
 # a few units of roundoff per matmul, growing with the square root of the contraction length,
 # stays about 10 roundoffs at the contract's sizes: 1e-2 and 5e-2 leave that margin.
 MIXED_PRECISION_TOLERANCE = {"mixed_float16": 1e-2, "mixed_bfloat16": 5e-2}
+# The relative error of one rounding to each policy's compute dtype (round to nearest).
+UNIT_ROUNDOFF = {"mixed_float16": 2.0**-11, "mixed_bfloat16": 2.0**-8}
 
 
 def symbolic_like(x):

@@ -126,6 +126,29 @@ def test_binary_survives_kills_and_a_corrupt_backup(tmp_path, name):
 
 
 @pytest.mark.slow
+def test_babi_killed_in_its_first_backup_write_starts_from_the_first_epoch(tmp_path):
+    """The state a random kill of train_babi left (tests/test_random_kills.py, seed 1): killed
+    while the first epoch's weights were being written, a half-written ``partial.weights.h5``
+    without metadata and no backup. The restart refused the backup directory (BackupError); it
+    warns, naming the file, and trains from the first epoch."""
+    case = CASES["babi"]
+    root = str(tmp_path / "run")
+    backup = os.path.join(root, case.backup)
+    _killed_run(root, case, "backup_weights:1")
+    assert sorted(os.listdir(backup)) == ["partial.weights.h5", "run_state.json"]
+    partial = os.path.join(backup, "partial.weights.h5")
+    with open(partial, "r+b") as f:  # half written, as the random kill left it
+        f.truncate(os.path.getsize(partial) // 2)
+    _, out = _run_here(root, case)
+    assert "skipping the unfinished first backup" in out and "partial.weights.h5" in out, out
+    assert "Resuming from" not in out, out
+    assert f"Epoch 1/{case.epochs}" in out and f"Epoch {case.epochs}/{case.epochs}" in out, out
+    for path in case.outputs:
+        assert os.path.exists(os.path.join(root, path)), path
+    assert not os.path.exists(backup)
+
+
+@pytest.mark.slow
 def test_palindromes_resumed_run_keeps_its_attempts_and_finished_runs_are_reused(tmp_path):
     case = CASES["palindromes"]
     root = str(tmp_path / "run")

@@ -1,7 +1,8 @@
 """The layer contract's mixed-precision part for every layer (tests/mixed_precision_cases.py):
 under mixed_float16 and mixed_bfloat16, finite outputs and gradients on zero, collinear,
 orthogonal and masked inputs, and outputs within layer_contract.MIXED_PRECISION_TOLERANCE of
-float32 - on this process's backend per layer, and on JAX in one fresh process for the layers
+float32 (TPRMemory's stage by stage: mixed_precision_cases.check_tpr_memory_stages) - on this
+process's backend per layer, and on JAX in one fresh process for the layers
 with 16-bit code paths of their own (mixed_precision_cases.JAX_CASES)."""
 
 import json

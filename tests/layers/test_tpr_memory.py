@@ -7,18 +7,11 @@ from layer_contract import (
     functional_model,
     run_layer_contract,
 )
+from reference_tpr_memory import chained_reads, memory_from_parts, outer, unbind
 
 import keras_relational
 
 E, R, H, D = 6, 4, 8, 10
-
-
-def unbind(memory, x, y):
-    return np.einsum("be,br,berf->bf", x, y, memory)
-
-
-def outer(x, y, z):
-    return np.einsum("be,br,bf->berf", x, y, z)
 
 
 def mlp(layer, name, x):
@@ -32,28 +25,10 @@ def reference(layer, sentences, question, mask):
     literal six outer products."""
     sentences, question = sentences.astype("float64"), question.astype("float64")
     parts = {n: mlp(layer, n, sentences) for n in layer.update_names}
-    batch, steps = sentences.shape[:2]
-    memory = np.zeros((batch, E, R, E))
-    for t in range(steps):
-        e1, e2, r1 = parts["e1"][:, t], parts["e2"][:, t], parts["r1"][:, t]
-        w_hat = unbind(memory, e1, r1)  # all hats from F_{t-1}
-        delta = outer(e1, r1, e2) - outer(e1, r1, w_hat)
-        if layer.use_move:
-            r2 = parts["r2"][:, t]
-            delta += outer(e1, r2, w_hat) - outer(e1, r2, unbind(memory, e1, r2))
-        if layer.use_backlink:
-            r3 = parts["r3"][:, t]
-            delta += outer(e2, r3, e1) - outer(e2, r3, unbind(memory, e2, r3))
-        memory = memory + mask[:, t, None, None, None] * delta
-    gains, biases = np.asarray(layer.ln_gain), np.asarray(layer.ln_bias)
-    entity = mlp(layer, "n", question)
-    total = 0.0
-    for step in range(3):
-        x = unbind(memory, entity, mlp(layer, f"l{step + 1}", question))
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        entity = gains[step] * (x - mu) / np.sqrt(var + 1e-7) + biases[step]
-        total = total + entity
+    memory = memory_from_parts(parts, mask, layer.use_move, layer.use_backlink)
+    cues = {n: mlp(layer, n, question) for n in layer.inference_names}
+    total = chained_reads(memory, cues, np.asarray(layer.ln_gain), np.asarray(layer.ln_bias),
+                          layer.layer_norm_epsilon)
     return total, memory
 
 
