@@ -8,7 +8,8 @@ binary's ``run()`` calls ``adopt_main_help(__name__)`` before ``absl.app.run(mai
 :func:`quiet_dependencies` keeps the binaries' consoles free of known-harmless third-party
 start-up messages (``--verbose_dependencies`` shows them).
 It also holds the binaries' shared flag checks (``define_int_list``, ``require_ranges``,
-``require_only_for``, ``require_writable_file``): every flag is checked when it is parsed, before
+``require_only_for``, ``require_only_with``, ``require_exactly_one``, ``require_existing_file``,
+``require_writable_file``): every flag is checked when it is parsed, before
 anything is built, loaded or trained.
 """
 
@@ -262,6 +263,58 @@ def require_only_for(selector, value, names, flag_values=flags.FLAGS):
         return True
 
     flags.register_multi_flags_validator([selector, *names], checker, flag_values=flag_values)
+
+
+def require_exactly_one(names, flag_values=flags.FLAGS):
+    """Checks, when parsed, that exactly one of the flags ``names`` is set (an empty value, as
+    from an unset shell variable, counts as not set), e.g. two ways of naming what to load."""
+    listed = " and ".join(f"--{n}" for n in names)
+
+    def checker(values):
+        given = [n for n in names if values[n] not in (None, "")]
+        if len(given) != 1:
+            received = " and ".join(f"--{n}={values[n]}" for n in given) or "neither"
+            raise flags.ValidationError(
+                f"{listed}: expected exactly one of them, received {received}.")
+        return True
+
+    flags.register_multi_flags_validator(list(names), checker, flag_values=flag_values)
+
+
+def require_only_with(owner, names, flag_values=flags.FLAGS):
+    """Rejects the flags ``names`` given on the command line unless the flag ``owner`` is set,
+    e.g. ``--nogreedy`` (how a Keras model acts) without ``--model``: silently ignoring them
+    would play otherwise than asked."""
+    def checker(values):
+        if values[owner] not in (None, ""):
+            return True
+        given = sorted(n for n in names if flag_values[n].present)
+        if given:
+            shown = [f"--no{n}" if values[n] is False else f"--{n}" for n in given]
+            raise flags.ValidationError(
+                f"{', '.join(shown)}: expected only with --{owner} (ignored otherwise), "
+                f"received no --{owner}.")
+        return True
+
+    flags.register_multi_flags_validator([owner, *names], checker, flag_values=flag_values)
+
+
+def require_existing_file(name, suffixes=None, flag_values=flags.FLAGS):
+    """Checks, when parsed, that the path of flag ``name`` (if set) is an existing file ending
+    with one of ``suffixes`` (when given)."""
+    def check(path):
+        if path in (None, ""):
+            return
+        expected = "an existing file" + (f" ending with {' or '.join(suffixes)}"
+                                         if suffixes else "")
+        if os.path.isdir(path):
+            raise validation.invalid_value(name, expected, f"{path} (a directory)")
+        if not os.path.isfile(path):
+            raise validation.invalid_value(name, expected, f"{path} (no such file)")
+        if suffixes and not path.lower().endswith(suffixes):
+            raise validation.invalid_value(name, expected, path)
+
+    _register(name, check, flag_values)
 
 
 def require_writable_file(name, suffixes=None, flag_values=flags.FLAGS):

@@ -277,6 +277,47 @@ def test_load_policy_refuses_what_is_not_a_policy(tmp_path):
             "expected a PolicySaver SavedModel", "signatures ['serve'] and no 'action'")
 
 
+def test_load_model_refuses_what_is_not_a_keras_agent(tmp_path):
+    from keras_relational.agents.play import load_model
+
+    _raises(ValueError, lambda: load_model(str(tmp_path / "missing.keras")), "`model`",
+            "expected a Keras agent model file", "keras_model.keras", "(no such file)")
+    _raises(ValueError, lambda: load_model(str(tmp_path)), "`model`", "(a directory",
+            "play its .keras file")
+    (tmp_path / "weights.h5").write_bytes(b"")
+    _raises(ValueError, lambda: load_model(str(tmp_path / "weights.h5")), "`model`",
+            "(not a .keras file)")
+    (tmp_path / "damaged.keras").write_bytes(b"not a zip file")
+    _raises(ValueError, lambda: load_model(str(tmp_path / "damaged.keras")), "`model`",
+            "(not loadable: ")
+    classifier = keras.Sequential([keras.Input((5,)), keras.layers.Dense(3)])
+    classifier.save(str(tmp_path / "classifier.keras"))
+    _raises(ValueError, lambda: load_model(str(tmp_path / "classifier.keras")), "`model`",
+            "(logits [B, A], value [B])",
+            "a model with input shapes [(None, 5)] and output shapes [(None, 3)]")
+
+
+def test_play_refuses_what_is_not_a_policy():
+    from keras_relational.agents.play import play
+
+    _raises(ValueError, lambda: play(object(), environments.BoxWorld(seed=0), 1), "`policy`",
+            "a KerasModelPolicy", "a callable timestep -> action", "received 'object'")
+
+
+def test_play_refuses_an_agent_with_other_actions():
+    from keras_relational.agents.play import ObservationSpec, check_environment_matches
+
+    env = environments.BoxWorld(room_size=6, goal_length=1, num_distractors=0)
+    spec = ObservationSpec((None, 8, 8, 3), np.dtype("uint8"))
+    check_environment_matches(spec, env, num_actions=4, agent="model")
+    _raises(ValueError, lambda: check_environment_matches(spec, env, 5, agent="model"),
+            "The model chooses among 5 actions", "the environment has 4")
+    _raises(ValueError, lambda: check_environment_matches(
+        ObservationSpec((None, 14, 14, 3), np.dtype("uint8")), env, agent="model"),
+        "The model takes observations of shape (14, 14, 3)", "--room_size",
+        "gives shape (8, 8, 3)", "the level settings the model was trained on")
+
+
 # Binaries: every flag checked when parsed --------------------------------------------------
 
 _FLAG_CASES = {
@@ -302,6 +343,15 @@ _FLAG_CASES = {
         ("--env=bridge --goal_length=2", "--goal_length", "--env=original",
          "received --env=bridge"),
         ("--seed=-1", "`seed`", "[0, 4294967295]", "received -1"),
+        ("--policy_dir=/tmp/unused --model=/tmp/unused.keras", "--policy_dir and --model",
+         "expected exactly one of them",
+         "received --policy_dir=/tmp/unused and --model=/tmp/unused.keras"),
+        ("--policy_dir=", "--policy_dir and --model", "expected exactly one",
+         "received neither"),
+        ("--model=/nonexistent/agent.keras", "`model`", "an existing file ending with .keras",
+         "'/nonexistent/agent.keras (no such file)'"),
+        ("--model=/tmp", "`model`", "an existing file ending with .keras", "'/tmp (a directory)'"),
+        ("--nogreedy", "--nogreedy", "expected only with --model", "received no --model"),
     ],
     "keras_relational.experiments.train_babi": [
         ("--tasks=abc", "`tasks`", "integers >= 1 and <= 20", "'abc'"),
@@ -334,6 +384,9 @@ _FLAG_CASES = {
 _REQUIRED = {"train_palindromes": "--root_dir=/tmp/unused", "train_rule_learning":
              "--root_dir=/tmp/unused", "play_boxworld": "--policy_dir=/tmp/unused",
              "train_char_lm": "--root_dir=/tmp/unused"}
+# A case that gives one of these flags itself gets no required arguments (two ways to name one
+# thing: a case gives both, or neither with an empty value).
+_ALTERNATIVES = {"play_boxworld": ["--policy_dir", "--model"]}
 
 # Imports each binary in turn (removing its flags before the next one), parses every case and
 # prints {module: [error message or None, ...]}.
@@ -341,17 +394,20 @@ _PARSE_ALL = textwrap.dedent("""
     import importlib, json, sys
     from absl import flags
     cases, required = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    alternatives = json.loads(sys.argv[3])
     results = {}
     for module, arguments in cases.items():
         before = set(flags.FLAGS)
         importlib.import_module(module)
-        base = [required[module.rsplit(".", 1)[1]]] if module.rsplit(".", 1)[1] in required \\
-            else []
+        binary = module.rsplit(".", 1)[1]
+        base = [required[binary]] if binary in required else []
         results[module] = []
         for argument in arguments:
             flags.FLAGS.unparse_flags()
+            given = {a.split("=")[0] for a in argument.split()}
+            arguments_base = [] if given & set(alternatives.get(binary, ())) else base
             try:
-                flags.FLAGS(["binary", *base, *argument.split()])
+                flags.FLAGS(["binary", *arguments_base, *argument.split()])
                 results[module].append(None)
             except flags.Error as error:
                 results[module].append(str(error))
@@ -366,8 +422,9 @@ def flag_errors():
     cases = {module: [case[0] for case in module_cases]
              for module, module_cases in _FLAG_CASES.items()}
     done = subprocess.run([sys.executable, "-c", _PARSE_ALL, json.dumps(cases),
-                           json.dumps(_REQUIRED)], cwd=_REPO_ROOT, capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                           json.dumps(_REQUIRED), json.dumps(_ALTERNATIVES)], cwd=_REPO_ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.split("RESULTS", 1)[1])
 

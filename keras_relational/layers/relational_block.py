@@ -12,13 +12,16 @@ from keras_relational.layers.multi_head_dot_product_attention import (
 )
 
 
-def block_arguments(layer):
-    """The serialised :class:`RelationalBlock` arguments held by ``layer``.
+def block_arguments(layer, serialize=True):
+    """The :class:`RelationalBlock` arguments held by ``layer``.
 
     ``layer`` is a ``RelationalBlock`` (its ``get_config``) or a layer that builds them with the
-    same attributes (``RelationalModule``); initializers are serialised, so every block built from
-    the dict deserialises its own instances.
+    same attributes (``RelationalModule``). With ``serialize`` the initializers are serialised
+    (a config); without, they are fresh clones, so that every block built from the dict has its
+    own instances. Building uses the clones: ``keras.initializers.serialize`` probes for
+    TensorFlow (importing it where installed), which loading a model under JAX must not do.
     """
+    initializer = keras.initializers.serialize if serialize else _utils.clone_initializer
     return {
         "num_heads": layer.num_heads,
         "key_dim": layer.key_dim,
@@ -28,8 +31,8 @@ def block_arguments(layer):
         "attention_scale": layer.attention_scale,
         "use_bias": layer.use_bias,
         "layer_norm_epsilon": layer.layer_norm_epsilon,
-        "kernel_initializer": keras.initializers.serialize(layer.kernel_initializer),
-        "bias_initializer": keras.initializers.serialize(layer.bias_initializer),
+        "kernel_initializer": initializer(layer.kernel_initializer),
+        "bias_initializer": initializer(layer.bias_initializer),
     }
 
 

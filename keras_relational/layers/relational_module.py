@@ -91,7 +91,7 @@ class RelationalModule(keras.layers.Layer):
         self.supports_masking = True
 
     def _block(self, index):
-        return RelationalBlock(**block_arguments(self), dtype=self.dtype_policy,
+        return RelationalBlock(**block_arguments(self, serialize=False), dtype=self.dtype_policy,
                                name=f"block_{index}")
 
     def _width(self, features):

@@ -213,10 +213,16 @@ _JAX_SCRIPT = textwrap.dedent("""
     from keras_relational.experiments.devices import report_devices
 
     report_devices()  # the notebooks' first cell: names the JAX devices, loads no TensorFlow
+    # What the compiled trainer wrote plays (play_boxworld --model) in this process.
+    from keras_relational import environments
+    from keras_relational.agents.play import play
+    played, _ = play(result["keras_file"], environments.BoxWorld(seed=0, **_TINY["env_kwargs"]),
+                     2, max_steps_per_episode=5)
     assert "tensorflow" not in sys.modules
     print(json.dumps(dict(backend=keras.backend.backend(), vtrace_error=error,
                           train_step=result["train_step"], note=result["export_note"],
-                          keras_file=result["keras_file"])))
+                          keras_file=result["keras_file"],
+                          played_steps=[r["steps"] for r in played])))
 """)
 
 
@@ -233,6 +239,7 @@ def test_under_jax_without_tensorflow(tmp_path):
     assert report["train_step"] == 2
     assert "TensorFlow" in report["note"]  # model.export skipped, the .keras file written
     assert os.path.exists(report["keras_file"])
+    assert report["played_steps"] == [5, 5]
     assert "step      2 | frames" in done.stdout
     assert re.search(r"^Keras [\d.]+, jax backend: (no GPU found|\d+ GPUs? found)", done.stdout,
                      re.M), done.stdout[-2000:]
