@@ -21,17 +21,12 @@ import time
 import numpy as np
 
 from keras_relational.agents.evaluation import solve_rate
-from keras_relational.progress_bar import ProgressBar, training_line
+from keras_relational.progress_bar import ProgressBar, frames_text, training_line
 
 # The tags TF-Agents' Actor writes for its collect metrics (tf_agents.train.actor).
 METRIC_TAGS = ("Metrics/NumberOfEpisodes", "Metrics/EnvironmentSteps", "Metrics/AverageReturn",
                "Metrics/AverageEpisodeLength", "Metrics/EnvironmentStepsPerSecond",
                "Metrics/SolveRate")
-
-
-def bar_text(step, frames_per_step, fps):
-    """The progress bar's middle part: frames and frames/s."""
-    return f"{int(step * frames_per_step):,} frames | {fps:,.0f} frames/s"
 
 
 class Progress:
@@ -90,7 +85,7 @@ class Progress:
         self._step, self._loss = step, loss
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         fps = (step - self._start_step) * self._config.frames_per_step / elapsed
-        self._bar.update(step, bar_text(step, self._config.frames_per_step, fps))
+        self._bar.update(step, frames_text(step, self._config.frames_per_step, fps))
         self._trigger(step, force_trigger=step >= self._config.num_iterations)
 
     def pending_episodes(self):

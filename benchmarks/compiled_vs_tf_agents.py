@@ -3,7 +3,7 @@ r"""End-to-end trained frames/s: the compiled loop (JAX, TensorFlow) against the
     .venv/bin/python benchmarks/compiled_vs_tf_agents.py --updates=120 --rounds=2
 
 Every trainer trains the demo's agent at the demo's settings (``benchmarks/demo_flags.txt``:
-relational agent, one-hot 6x6 Box-World, 64 environments x 5 steps per update, Adam 1e-3) in
+relational agent, one-hot 6x6 Box-World, its environments x steps per update, Adam 1e-3) in
 its own process, through ``train_boxworld``'s own flag parsing (``--trainer=tf_agents`` or
 ``--trainer=compiled``, ``KERAS_BACKEND`` jax or tensorflow), for ``--updates`` updates without
 evaluation. Frames/s is measured between the first and the last progress line (the first
@@ -45,6 +45,12 @@ SPLIT_CALLS = 20  # timed calls of the compiled update and of its acting half
 def _demo_flags():
     with open(os.path.join(HERE, "demo_flags.txt")) as f:
         return f.read().split()
+
+
+def _demo_value(name):
+    """The value of ``--name`` in the demo's flags."""
+    (value,) = [f.split("=", 1)[1] for f in _demo_flags() if f.startswith(f"--{name}=")]
+    return value
 
 
 def _steady_fps(history):
@@ -130,8 +136,9 @@ def _run_worker(trainer, updates, log_interval):
 
 def _markdown(summary, runs, args):
     lines = [
-        f"Demo settings (`benchmarks/demo_flags.txt`), {args.updates} updates of 64 environments "
-        f"x 5 steps per run, {args.rounds} interleaved round(s); frames/s between the first and "
+        f"Demo settings (`benchmarks/demo_flags.txt`), {args.updates} updates of "
+        f"{_demo_value('num_envs')} environments x {_demo_value('unroll_length')} steps per run, "
+        f"{args.rounds} interleaved round(s); frames/s between the first and "
         f"the last progress line (every {args.log_interval} updates, compilation excluded). "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, shared with other "
         f"jobs: 1-minute load averages "

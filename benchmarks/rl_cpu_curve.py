@@ -3,7 +3,7 @@ r"""The CPU learning curve at reduced scale: a Box-World run trained in pieces, 
     python benchmarks/rl_cpu_curve.py --output benchmarks/results/rl_cpu_curve
 
 Runs ``train_boxworld --trainer=compiled`` with the demo's flags (``benchmarks/demo_flags.txt``:
-6x6 room, one goal box, no distractors, one-hot cells, Adam 1e-3, 64 x 5 per update) in pieces of
+6x6 room, one goal box, no distractors, one-hot cells, Adam 1e-3) in pieces of
 ``--piece_seconds`` (``--max_seconds``, each piece a fresh process resuming from the checkpoint of
 the previous one, as a long run cut into 10-minute pieces is) until the run is done or
 ``--budget_minutes`` of wall time are spent. It then reads the run's ``curves.jsonl`` (fraction of
@@ -29,6 +29,14 @@ import time
 import results_io  # benchmarks/results_io.py, beside this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _demo_value(name):
+    """The value of ``--name`` in the demo's flags."""
+    with open(os.path.join(HERE, "demo_flags.txt")) as f:
+        (value,) = [flag.split("=", 1)[1] for flag in f.read().split()
+                    if flag.startswith(f"--{name}=")]
+    return value
 
 
 def _train_command(root_dir, args):
@@ -78,7 +86,7 @@ def main(argv=None):
                         "temporary one)")
     parser.add_argument("--budget_minutes", type=float, default=15.0)
     parser.add_argument("--piece_seconds", type=float, default=240.0)
-    parser.add_argument("--num_iterations", type=int, default=1600)
+    parser.add_argument("--num_iterations", type=int, default=int(_demo_value("num_iterations")))
     parser.add_argument("--log_interval", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -100,7 +108,8 @@ def main(argv=None):
     finished = result["train_step"] >= args.num_iterations
     lines = [
         f"The demo's setting (`benchmarks/demo_flags.txt`: 6×6 room, goal length 1, no "
-        f"distractors, one-hot cells, Adam 1e-3, 64 envs × 5 steps per update) with "
+        f"distractors, one-hot cells, Adam 1e-3, {_demo_value('num_envs')} envs × "
+        f"{_demo_value('unroll_length')} steps per update) with "
         f"`--trainer=compiled` (TensorFlow backend), trained in {len(pieces)} pieces of at most "
         f"{args.piece_seconds:g} s (`--max_seconds`), each a new process resuming from the "
         f"previous piece's checkpoint: `python {train_command}`. Solve rate of the training "

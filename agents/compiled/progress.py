@@ -11,11 +11,14 @@ compiled call and cannot be timed apart: ``learning_seconds`` is the time in tha
 import math
 import time
 
-from keras_relational.progress_bar import eta_seconds, training_line
+from keras_relational.progress_bar import ProgressBar, frames_text, training_line
 
 
 class Progress:
     """Accumulates the updates' metrics and reports every ``config.log_interval`` updates.
+
+    Every update redraws the progress bar (updates, frames, frames/s, elapsed time and ETA;
+    drawn only on a terminal), as the TF-Agents trainer's; the lines are printed above it.
 
     Args:
         config: the run's config.
@@ -23,12 +26,17 @@ class Progress:
         writer: a :class:`~keras_relational.agents.compiled.summaries.ScalarWriter` (progress
             scalars) and ``loss_writer`` one for the loss terms.
         print_fn: receives the lines.
+        bar: the :class:`~keras_relational.progress_bar.ProgressBar` to update (None: a bar that
+            is never drawn); lines go through its ``print`` so that they appear above it.
     """
 
-    def __init__(self, config, start_step, writer, loss_writer, print_fn):
+    def __init__(self, config, start_step, writer, loss_writer, print_fn, bar=None):
         self._config = config
         self._writer, self._loss_writer = writer, loss_writer
-        self._print = print_fn
+        self._bar = bar if bar is not None else ProgressBar(
+            config.num_iterations, "updates", start=start_step, print_fn=print_fn, live=False)
+        self._print = self._bar.print if bar is not None else print_fn
+        self._bar.restart_clock(start_step)  # the rate and ETA count the training loop only
         self.started = time.perf_counter()
         self._last_time, self._last_step = self.started, start_step
         self._start_step = start_step
@@ -48,6 +56,9 @@ class Progress:
         self._return_sum += float(metrics.return_sum)
         self._acting_seconds += host_seconds
         self._learning_seconds += update_seconds
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        fps = (step - self._start_step) * self._config.frames_per_step / elapsed
+        self._bar.update(step, frames_text(step, self._config.frames_per_step, fps))
         if (step - self._last_step >= self._config.log_interval
                 or step >= self._config.num_iterations):
             self._report(step, metrics)
@@ -67,10 +78,8 @@ class Progress:
                                          metrics._asdict().items() if name in (
                                              "loss", "policy_gradient_loss", "value_loss",
                                              "entropy", "gradient_norm")})
-        eta = eta_seconds(step, self._config.num_iterations, now - self.started,
-                          self._start_step)
         self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
-                                  float(metrics.loss), acting_share, eta=eta))
+                                  float(metrics.loss), acting_share, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
                                  average_return=mean_return, seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,

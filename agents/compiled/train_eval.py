@@ -26,6 +26,7 @@ from keras_relational.agents.compiled.learning import make_optimizer
 from keras_relational.agents.compiled.progress import Progress
 from keras_relational.agents.config import preset_environment, updated_config
 from keras_relational.agents.curves import CurveFile
+from keras_relational.progress_bar import ProgressBar
 
 EVAL_SEED_OFFSET = 10_000  # evaluation levels and sampling: seed + this (as train_eval's)
 
@@ -58,6 +59,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     Arguments as :func:`keras_relational.agents.train_eval.train_eval` (``config`` may be a
     ``TrainConfig``, turned into a :class:`CompiledConfig`). Returns the same dict (also written
     to ``root_dir/result.json``), with ``policies_dir`` None and ``trainer``/``backend`` added.
+    With ``print_fn=print`` a live progress bar (updates, frames, frames/s, ETA) is drawn below
+    the lines when standard output is a terminal.
     """
     config = make_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
     import keras
@@ -111,9 +114,13 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         print_fn(f"{name} @ step {step}: solved {100 * rate:.1f}% of {len(solved)} episodes")
         return rate
 
+    bar = None
+    if print_fn is print:  # lines go above the bar (drawn on a terminal only)
+        bar = ProgressBar(config.num_iterations, "updates", start=start_step)
+        print_fn = bar.print
     progress = Progress(config, start_step,
                         summaries.ScalarWriter(os.path.join(root_dir, "collect_extra")),
-                        summaries.ScalarWriter(os.path.join(root_dir, "train")), print_fn)
+                        summaries.ScalarWriter(os.path.join(root_dir, "train")), print_fn, bar)
     curve = CurveFile(root_dir, start_step)  # the learning curve across resumed pieces
     step = start_step
 
@@ -140,12 +147,15 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             if config.eval_interval and step % config.eval_interval == 0:
                 run_eval(step)
     finally:
+        if bar is not None:
+            bar.close()
         banks.close()
     save()  # the final state, any interval
     eval_rate = run_eval(step) if config.eval_episodes else float("nan")
     test_rates = {preset: run_eval(step, preset, preset_environment(config.environment, preset))
                   for preset in config.test_presets}
     compiled.assign_to_model(state)
+    print_fn(f"exporting the Keras model to {root_dir}")  # the export takes a while, silently
     keras_model_dir, keras_file, export_note = export_keras_model(model, root_dir)
     elapsed = time.perf_counter() - progress.started
     result = dict(

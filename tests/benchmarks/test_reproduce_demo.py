@@ -11,11 +11,11 @@ import pytest
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "reproduce_demo.py")
 _FLAGS_FILE = os.path.join(_REPO_ROOT, "benchmarks", "demo_flags.txt")
-# Two updates of 4 environments x 4 steps, uncompiled (no XLA compile time), and a 4-episode
-# evaluation: the script's code path (training process, result.json, timing, both results files),
-# not the demo's learning.
+# Two updates of 4 environments x 4 steps of a narrow network on 5x5 rooms (a short XLA compile),
+# and a 4-episode evaluation: the script's code path (training process, result.json, timing,
+# both results files), not the demo's learning.
 _TINY = ["--num_iterations=2", "--num_envs=4", "--unroll_length=4", "--log_interval=1",
-         "--eval_episodes=4", "--nojit_compile", "--noactor_jit_compile"]
+         "--eval_episodes=4", "--room_size=5", "--key_dim=8", "--head_width=16"]
 
 
 def test_the_makefile_demo_runs_the_flags_the_script_reads():
