@@ -16,7 +16,9 @@ backward; FLOPs are XLA's count (``cost_analysis()``) of the compiled forward-an
 program (for the 2-simplicial layer, of the same layer without query chunks: XLA counts a
 loop's body once); FLOP/s are those FLOPs over the median wall time of a step. ``--dtype=bfloat16``
 runs both layers under Keras' ``mixed_bfloat16`` policy (the 2-simplicial logits and softmax
-stay in float32); the device is named in the results. Runs unchanged on a GPU under JAX.
+stay in float32); the device is named in the results. Runs unchanged on a GPU under JAX. The sizes
+run in the order given: with ``--time_budget`` (seconds) those not started within it are left out,
+and a size that runs out of device memory ends the list (both listed in the results).
 
 Usage::
 
@@ -48,6 +50,9 @@ def parse_args(argv):
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
+    parser.add_argument("--time_budget", type=float, default=None,
+                        help="seconds: the sizes not started within it are left out (listed in "
+                        "the results)")
     parser.add_argument("--output", default=None,
                         help="writes OUTPUT.md and OUTPUT.json (a path without extension)")
     return parser.parse_args(argv)
@@ -61,7 +66,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import results_io  # noqa: E402  (benchmarks/results_io.py, beside this script)
+
+# Beside this script, also under `python -P` (which leaves the script's folder off sys.path).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_io  # noqa: E402  (benchmarks/results_io.py)
 
 import keras_relational  # noqa: E402
 
@@ -139,6 +147,12 @@ def measure(make_layer, length, make_unchunked=None):
             "step_mib": step.memory_analysis().temp_size_in_bytes / MIB}
 
 
+def out_of_memory(error):
+    """Whether ``error`` is XLA running out of device memory."""
+    text = str(error)
+    return "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "out of memory" in text
+
+
 def equal_flops_window(length):
     """``(w1, w2)`` with ``w1 * w2 = length`` (a power of two), w1 the larger."""
     w1 = 2 ** math.ceil(math.log2(length) / 2)
@@ -167,17 +181,28 @@ def main():
           f"the 2-simplicial layer has {ARGS.kv_heads} key/value head(s), trilinear logits, "
           f"query_chunk_size {ARGS.chunk}. One step = forward + backward (weights and "
           f"inputs), median of {ARGS.rounds} rounds x {ARGS.steps} steps.")
-    jobs = []
+    start = time.perf_counter()
+    measured, left_out = [], []
     for length in sizes:
-        jobs.append(("grows", length, f"2-simplicial {fixed}", lambda: simplicial(fixed),
-                     lambda: simplicial(fixed, None)))
+        if left_out or (ARGS.time_budget is not None
+                        and time.perf_counter() - start > ARGS.time_budget):
+            left_out.append((length, left_out[-1][1] if left_out else "time budget"))
+            continue
         window = equal_flops_window(length)
-        jobs.append(("equal", length, f"2-simplicial {window}",
-                     lambda window=window: simplicial(window),
-                     lambda window=window: simplicial(window, None)))
-        jobs.append(("both", length, "MultiHeadAttention", dot_product, None))
-    measured = [(kind, length, name, measure(make, length, unchunked))
-                for kind, length, name, make, unchunked in jobs]
+        jobs = [("grows", f"2-simplicial {fixed}", lambda: simplicial(fixed),
+                 lambda: simplicial(fixed, None)),
+                ("equal", f"2-simplicial {window}", lambda window=window: simplicial(window),
+                 lambda window=window: simplicial(window, None)),
+                ("both", "MultiHeadAttention", dot_product, None)]
+        try:
+            measured += [(kind, length, name, measure(make, length, unchunked))
+                         for kind, name, make, unchunked in jobs]
+        except Exception as error:  # XLA's RESOURCE_EXHAUSTED; larger N would not fit either
+            if not out_of_memory(error):
+                raise
+            left_out.append((length, "out of device memory"))
+            print(f"N = {length}: out of device memory ({str(error).splitlines()[0][:200]})",
+                  file=sys.stderr)
     times = [[] for _ in measured]
     for _ in range(ARGS.rounds):  # interleaved, so load from other processes hits all alike
         for i, (*_, m) in enumerate(measured):
@@ -198,11 +223,14 @@ def main():
           + ", ".join(f"N = {a['N']}: {a['gflops'] / b['gflops']:.0%}" for a, b in zip(
               [r for r in rows if r["kind"] == "equal"],
               [r for r in rows if r["kind"] == "both"], strict=True)) + ".")
+    if left_out:
+        print("\nLeft out: " + ", ".join(f"N = {n} ({why})" for n, why in left_out) + ".")
     if ARGS.output:
         captured.write_markdown(ARGS.output + ".md")
         results_io.write_json(ARGS.output + ".json", {
             "device": f"{device.platform} ({device.device_kind})", "args": vars(ARGS),
-            "load_average": os.getloadavg(), "rows": rows})
+            "load_average": os.getloadavg(), "rows": rows,
+            "left_out": [{"N": n, "why": why} for n, why in left_out]})
     else:
         captured.stop()
 

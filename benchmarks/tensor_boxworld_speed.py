@@ -49,7 +49,10 @@ import sys
 import time
 
 import numpy as np
-import results_io  # benchmarks/results_io.py, beside this script
+
+# Beside this script, also under `python -P` (which leaves the script's folder off sys.path).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_io  # noqa: E402  (benchmarks/results_io.py)
 
 # One step limit and the restart after it: the NumPy levels' episodes de-synchronise, and the
 # timed steps come after the wave of truncations that ends the episodes nobody finished.
@@ -276,7 +279,21 @@ def worker(args):
         print(f"  {args.worker} {levels}: {rows[levels]}", file=sys.stderr, flush=True)
     import keras
 
-    print(json.dumps({"backend": args.worker, "keras": keras.__version__, "rows": rows}))
+    print(json.dumps({"backend": args.worker, "keras": keras.__version__,
+                      "device": _device_name(args.worker), "rows": rows}))
+
+
+def _device_name(backend):
+    """The device a backend computes on, e.g. "gpu (NVIDIA H100 80GB HBM3)"."""
+    if backend == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return f"{device.platform} ({device.device_kind})"
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    return f"gpu ({len(gpus)})" if gpus else "cpu"
 
 
 def _source_table(args, tensor, numpy_rates, levels_per_second):
@@ -346,18 +363,22 @@ def main():
                    "--source-levels", *map(str, args.source_levels),
                    "--source-backends", *args.source_backends,
                    "--levels", *map(str, args.levels)]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        # The worker's per-N lines (stderr) pass straight through, so a run stopped part way
+        # still shows what it measured.
+        sys.stdout.flush()
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, check=False)
         if done.returncode:
-            raise RuntimeError(f"the {backend} worker failed:\n{done.stderr[-3000:]}")
+            raise RuntimeError(f"the {backend} worker failed (its messages are above)")
         tensor[backend] = json.loads(done.stdout.strip().splitlines()[-1])
-        print(done.stderr.strip().splitlines()[-1], flush=True)
     train = _train_rows(args) if args.train_updates else {}
     load_after = os.getloadavg()
 
     lines = [
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared), "
         f"Python {platform.python_version()}, NumPy {np.__version__}, Keras "
-        f"{next(iter(tensor.values()))['keras'] if tensor else '-'}; load average "
+        f"{next(iter(tensor.values()))['keras'] if tensor else '-'}; devices: "
+        + (", ".join(f"{b} on {t.get('device', '-')}" for b, t in tensor.items()) or "-")
+        + f"; load average "
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after. Random actions, training "
         f"distribution, RGB observations and auto-resets included; about {args.seconds:g} s "
         f"per point. Level-steps per second (wall clock); in brackets: the tensor "
