@@ -15,12 +15,15 @@
 #   pytest                            -> pluggy, iniconfig, packaging, pygments (pure)
 #   dm-env, dm-tree (the environments, not the lane itself) -> attrs (pure), dm-tree and wrapt:
 #                                        binary
+#   setuptools, wheel (pure)          -> `pip install --no-build-isolation .` of keras_relational
+#                                        itself (benchmarks/gpu_session.py), where the machine
+#                                        has no setuptools
 set -euo pipefail
 DEST=${1:-gpu_wheels}
 VERSIONS=${2:-"3.10 3.11 3.12"}
 PIP=${PIP:-python -m pip}
 PURE=(keras==3.15.1 namex rich markdown-it-py mdurl pygments absl-py packaging typing-extensions
-      pytest pluggy iniconfig dm-env attrs)
+      pytest pluggy iniconfig dm-env attrs setuptools wheel)
 BINARY=(h5py optree dm-tree==0.1.10 wrapt)
 mkdir -p "$DEST"
 $PIP download --quiet --no-deps --only-binary=:all: -d "$DEST" "${PURE[@]}"
