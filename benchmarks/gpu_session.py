@@ -68,7 +68,7 @@ PARTS = ("lane", "accelerator", "env_speed", "loop_speed", "simplicial", "long_r
 MAX_BUDGET = 590  # a device command runs at most 600 s
 # (nominal box, smallest box worth running), seconds, on a GPU and in --smoke.
 BOXES = {"lane": (150, 60), "accelerator": (120, 60), "env_speed": (180, 100),
-         "loop_speed": (270, 100), "simplicial": (90, 50), "long_run": (None, 150)}
+         "loop_speed": (300, 100), "simplicial": (90, 60), "long_run": (None, 150)}
 SMOKE_BOXES = {"lane": (60, 20), "accelerator": (60, 20), "env_speed": (90, 30),
                "loop_speed": (120, 40), "simplicial": (60, 20), "long_run": (None, 40)}
 SETUP_RESERVE = {"wheels": 60, "none": 25, "smoke": 15}  # install + asking the device
@@ -150,6 +150,7 @@ def parse_args(argv=None):
                         help="the same plan at tiny sizes and seconds, on the CPU")
     parser.add_argument("--plan_only", action="store_true", help="print the plan and exit")
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not args.plan_only and not args.out:
         parser.error("--out: required (the folder the session's files go to)")
     if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -184,7 +185,7 @@ def parse_args(argv=None):
                          f"({error})")
         for flag, given in (("--long_run_preset", args.long_run_preset),
                             ("--long_run_flags", args.long_run_flags)):
-            if given is not None:
+            if given is not None and args.resumed["meta"] is not None:
                 parser.error(f"{flag}: a resumed run keeps the settings it was created with "
                              f"({RUN_META} in the archive: {args.resumed['meta']}); received "
                              f"{given!r}")
@@ -406,7 +407,7 @@ class Session:
 
     def command_line(self):
         return "python " + " ".join([os.path.relpath(os.path.abspath(__file__), REPO)]
-                                    + [shlex.quote(a) for a in sys.argv[1:]])
+                                    + [shlex.quote(a) for a in self.args.argv])
 
     def env(self, **extra):
         env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
@@ -440,6 +441,7 @@ class Session:
                                    "--format=csv,noheader"], capture_output=True, text=True,
                                   check=False, timeout=60)
             device["nvidia_smi"] = done.stdout.strip() or done.stderr.strip()
+            run_command([smi], self.log_path("device"), 60, self.work, self.env())
         else:
             device["nvidia_smi"] = None
         probe_log = self.log_path("device")
@@ -493,7 +495,12 @@ class Session:
         entry["box_seconds"] = round(box, 1)
         before = set(os.listdir(self.results_dir))
         start = time.monotonic()
-        getattr(self, f"_part_{part}")(entry, box)
+        try:
+            getattr(self, f"_part_{part}")(entry, box)
+        except Exception as error:  # a fault of this script: the next parts still run
+            entry["error"] = f"{type(error).__name__}: {error}"
+            with open(self.log_path(part), "a") as log:
+                log.write(f"gpu_session.py: {entry['error']}\n")
         entry["seconds"] = round(time.monotonic() - start, 1)
         entry["results"] = sorted(set(os.listdir(self.results_dir)) - before)
 
@@ -570,13 +577,14 @@ class Session:
                      "--unroll_length=4 --key_dim=8 --head_width=8"]
         else:
             num_envs, allowance, extra = ["256", "1024", "4096"], 30, []
-        seconds = (box - 15) / len(num_envs)
+        seconds = (box - 20) / len(num_envs)  # 20: the script asks JAX for the device first
         if self.args.smoke:
-            seconds = min(seconds, allowance + 5)  # a few seconds of training each
+            seconds = allowance + 5  # a few seconds of training each
+        allowance = min(allowance, seconds / 2)
         self._run(entry, "loop_speed", self._script(
             "compiled_loop_speed.py", f"--preset={DEFAULT_PRESET}",
             f"--num_envs={','.join(num_envs)}", "--level_sources=device",
-            f"--seconds={seconds:.0f}", f"--allowance={min(allowance, seconds / 2):.0f}", *extra,
+            f"--seconds={seconds:.0f}", f"--allowance={allowance:.0f}", *extra,
             f"--output=benchmarks/results/compiled_loop_speed_{self.suffix}"), box)
 
     def _part_simplicial(self, entry, box):
