@@ -36,7 +36,10 @@ its backup (``babi_lib.train_eval``: the weights, the epoch, the time already sp
 ``--max_minutes`` and its best checkpoint), and the results files are re-written from all
 finished runs after each run. ``--session_minutes`` stops starting new runs after that many
 minutes (the run in progress finishes); the same command started again goes on with the runs
-not yet finished. ``--max_minutes`` is wall-clock time (on a shared machine it depends on the
+not yet finished. ``--resume_from=benchmarks/results/tpr_babi.json`` continues a table on a
+machine that no longer has ``root_dir``: the finished runs recorded in that results file are
+written back into ``root_dir`` first (where ``root_dir`` has none of its own), so they are kept
+and not re-run. ``--max_minutes`` is wall-clock time (on a shared machine it depends on the
 load; each run records the load average).
 
 Caveats: generated data (our procedural generator's stories, not the Facebook bAbI files;
@@ -130,6 +133,34 @@ def finished(root_dir, folders):
             with open(path) as f:
                 done[folder] = json.load(f)
     return done
+
+
+def restore_finished(root_dir, results_file, mode):
+    """Writes the finished runs of a results file (``<output>.json``) back into ``root_dir``.
+
+    A run folder that already has its ``result.json`` keeps it. Returns the folders restored.
+
+    Raises:
+        ValueError: naming ``resume_from`` when the file is not a results file of ``mode``.
+    """
+    try:
+        with open(results_file) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--resume_from expects a results file written by this script "
+                         f"(<output>.json), received {results_file!r} ({error}).") from None
+    found = data.get("mode") if isinstance(data, dict) else None
+    if found != mode or not isinstance(data.get("runs"), dict):
+        raise ValueError(f"--resume_from expects a results file of --mode={mode}, received "
+                         f"{results_file!r} (mode {found!r}).")
+    restored = []
+    for folder, record in data["runs"].items():
+        path = os.path.join(root_dir, folder, RESULT)
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            json_files.write_json(path, record, indent=2, default=str)
+            restored.append(folder)
+    return restored
 
 
 def _load(r):
@@ -277,6 +308,8 @@ def define_flags():
     flags.DEFINE_integer("seed", 0, "Seed.")
     flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step (off: no compile wait).")
     flags.DEFINE_bool("table_only", False, "Only re-write the results files from finished runs.")
+    flags.DEFINE_string("resume_from", None, "A results file of this script (<output>.json): its "
+                        "finished runs are written into --root_dir first and not re-run.")
     flags.DEFINE_string("output", None, "Results file (.md; a .json beside it), e.g. "
                         "benchmarks/results/tpr_babi.md.")
 
@@ -292,6 +325,12 @@ def main(argv):
         tasks = parse_tasks(FLAGS.tasks)
     except ValueError as error:
         raise app.UsageError(str(error)) from None
+    if FLAGS.resume_from:
+        try:
+            restored = restore_finished(FLAGS.root_dir, FLAGS.resume_from, FLAGS.mode)
+        except ValueError as error:
+            raise app.UsageError(str(error)) from None
+        print(f"--resume_from: {len(restored)} finished run(s) restored into {FLAGS.root_dir}")
     options = {"data_dir": FLAGS.data_dir, "num_train": FLAGS.num_train,
                "num_valid": FLAGS.num_valid, "num_test": FLAGS.num_test,
                "max_minutes": FLAGS.max_minutes, "epochs": FLAGS.epochs,

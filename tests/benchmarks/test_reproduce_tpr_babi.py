@@ -85,6 +85,35 @@ def test_table2_keeps_finished_tasks_and_rewrites_the_table(tmp_path, capsys, mo
     assert "Finished: 1 of 2 tasks (not run yet: 6)." in table and len(trained) == 2
 
 
+def test_resume_from_a_results_file_keeps_its_finished_runs(tmp_path, monkeypatch):
+    """A fresh machine continues a table from the committed results file: the runs recorded
+    there are not trained again and stay in the rewritten table."""
+    from keras_relational.experiments import babi_lib
+
+    trained = []
+
+    def fake_train_eval(root_dir, tasks, operations, **options):
+        trained.append(tasks[0])
+        return {"test_error": {tasks[0]: 1.0}, "train_seconds": 60.0, "epochs": 1, "steps": 4,
+                "best_val_accuracy": 0.9, "model": object(), "vocabulary": None}
+
+    monkeypatch.setattr(babi_lib, "train_eval", fake_train_eval)
+    first, output = str(tmp_path / "first"), str(tmp_path / "tpr_babi.md")
+    reproduce.run("table2", first, tasks=(4,), output=output, command="pytest tiny", seed=0)
+    results_file = os.path.splitext(output)[0] + ".json"
+    second = str(tmp_path / "second")  # another machine: no run folders
+    assert reproduce.restore_finished(second, results_file, "table2") == ["W+M+B/task4"]
+    assert reproduce.restore_finished(second, results_file, "table2") == []  # kept, not rewritten
+    text = reproduce.run("table2", second, tasks=(4, 1), output=output, command="pytest tiny",
+                         seed=0)
+    assert trained == [4, 1] and "Finished: 2 of 2 tasks." in text
+    with pytest.raises(ValueError, match=r"--resume_from expects a results file of "
+                                         r"--mode=table3, received .*\(mode 'table2'\)"):
+        reproduce.restore_finished(second, results_file, "table3")
+    with pytest.raises(ValueError, match=r"--resume_from expects a results file written by"):
+        reproduce.restore_finished(second, str(tmp_path / "missing.json"), "table2")
+
+
 @pytest.mark.slow
 def test_table1_preset_runs_at_tiny_scale(tmp_path):
     # The preset's sizes (E 90, R 20, S 130) with 2 questions per task and split, one epoch.
