@@ -1,7 +1,7 @@
 """Plays dm_env BoxWorld episodes with a trained agent (no training code needed).
 
 Two kinds of trained agent play, each as a policy ``timestep -> action`` (as
-``environments.OraclePolicy``) with an ``observation_spec``:
+``keras_relational.environments.OraclePolicy``) with an ``observation_spec``:
 
 * :class:`KerasModelPolicy`: the Keras 3 agent network, ``<root_dir>/keras_model.keras``, which
   both trainers of ``train_boxworld`` write (:func:`load_model`). Greedy (the argmax of the
