@@ -225,7 +225,10 @@ def train_eval(
             training as in the authors' code. ``batch_size`` is the global batch size, split
             over the replicas of ``distribution_strategy``.
         lr_decay, decay_threshold: one-time lr halving when ``val_loss < decay_threshold``.
-        patience: early stopping patience (epochs) on validation accuracy.
+        patience: early stopping patience (epochs) on validation accuracy; None: no stop on a
+            plateau, training runs to ``epochs``, ``target_val_accuracy`` or ``max_minutes``
+            (the paper's protocol: the test error is read at the best validation checkpoint
+            either way; Schlag & Schmidhuber 2018, Sec. 6).
         target_val_accuracy: stop as soon as the validation accuracy reaches this value.
         max_minutes: wall-clock training budget (checked after each epoch); a resumed run
             counts the time of the sessions before (kept in ``root_dir/backup``).
@@ -244,6 +247,8 @@ def train_eval(
     """
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     validation.check_dtype_policy("train_eval", dtype_policy)
+    validation.check_positive_int("train_eval", "patience", patience, allow_none=True,
+                                  allow_zero=True)
     strategy = distribution_lib.get_strategy(distribution_strategy)
     tasks = tuple(int(t) for t in tasks)
     if operations is not None:
@@ -313,7 +318,8 @@ def train_eval(
             _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
                                   decay_threshold),
             keras.callbacks.TerminateOnNaN(),
-            keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience),
+            *([] if patience is None else [
+                keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience)]),
             _StopAtAccuracy(target_val_accuracy),
             _TimeLimit(max_minutes, state.get("train_seconds", 0.0)),
             keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),

@@ -59,7 +59,8 @@ def test_table2_keeps_finished_tasks_and_rewrites_the_table(tmp_path, capsys, mo
     text = reproduce.run("table2", root, tasks=(4, 1), output=output, command="pytest tiny",
                          seed=3, max_minutes=20.0)
     assert trained == [("W+M+B/task4", (4,), "W+M+B", 3), ("W+M+B/task1", (1,), "W+M+B", 3)]
-    assert "| 1 | 2.00 | 2 | 8 | 1.0 | yes |" in text and "| 4 | 8.00 |" in text
+    # Runs recorded without a patience used babi_lib's default, 30 epochs.
+    assert "| 1 | 2.00 | 2 | 8 | 1.0 | 30 | yes |" in text and "| 4 | 8.00 |" in text
     assert "Finished: 2 of 2 tasks." in text and "Failed tasks" in text and ": 1 (4)." in text
     assert "at most 20 min of training per run (wall clock, on a shared machine" in text
     with open(output) as f:
@@ -105,8 +106,11 @@ def test_resume_from_a_results_file_keeps_its_finished_runs(tmp_path, monkeypatc
     assert reproduce.restore_finished(second, results_file, "table2") == ["W+M+B/task4"]
     assert reproduce.restore_finished(second, results_file, "table2") == []  # kept, not rewritten
     text = reproduce.run("table2", second, tasks=(4, 1), output=output, command="pytest tiny",
-                         seed=0)
+                         seed=0, patience=None)
     assert trained == [4, 1] and "Finished: 2 of 2 tasks." in text
+    # Task 1 trained to its budget (no patience); task 4 kept from the first machine's run.
+    assert "| 1 | 1.00 | 1 | 4 | 1.0 | none | yes |" in text
+    assert "| 4 | 1.00 | 1 | 4 | 1.0 | 30 | yes |" in text
     with pytest.raises(ValueError, match=r"--resume_from expects a results file of "
                                          r"--mode=table3, received .*\(mode 'table2'\)"):
         reproduce.restore_finished(second, results_file, "table3")

@@ -167,6 +167,10 @@ def test_ablation_and_systematic_arguments_are_checked_first(tmp_path, import_bi
         babi_lib.train_eval(str(tmp_path), operations="W+X")
     with pytest.raises(ValueError, match="`tasks`.*\\(1, 2\\)"):
         babi_lib.train_eval(str(tmp_path), tasks=(1, 2), systematic=True)
+    # None trains on through plateaus (the paper's protocol); a negative patience is refused.
+    with pytest.raises(ValueError, match="`patience` to be a non-negative integer or None, "
+                                         "received patience=-1"):
+        babi_lib.train_eval(str(tmp_path), patience=-1)
     assert babi_lib.OPERATIONS == {"W": (False, False), "W+M": (True, False),
                                    "W+B": (False, True), "W+M+B": (True, True)}
     from absl import flags
