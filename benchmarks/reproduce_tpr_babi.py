@@ -170,6 +170,20 @@ def _patience(r):
     return "none" if patience is None else str(patience)
 
 
+def _stopped_by(r):
+    """Why a run ended, from its record: the target validation accuracy, its time budget, its
+    epoch cap or its patience (babi_lib.train_eval's stopping callbacks)."""
+    options = r["run_options"]
+    target, budget = options.get("target_val_accuracy"), options.get("max_minutes")
+    if target is not None and r["best_val_accuracy"] >= target:
+        return "target"
+    if budget is not None and r["train_seconds"] > 60.0 * budget:
+        return "time"
+    if options.get("epochs") is not None and r["epochs"] >= options["epochs"]:
+        return "epochs"
+    return "patience" if _patience(r) != "none" else "-"
+
+
 def _load(r):
     return f"{r['load_average_after'][2]:.1f}"
 
@@ -191,9 +205,9 @@ def _scale(results, options):
 
 
 def table2(results, tasks):
-    rows = ["| Task | Test error (%) | Epochs | Steps | Train time (min) | Patience | XLA | Load "
-            "| Paper best (%) | Paper mean ± std (%) |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| Task | Test error (%) | Epochs | Steps | Train time (min) | Patience | Stopped by "
+            "| XLA | Load | Paper best (%) | Paper mean ± std (%) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     errors = {}
     for t in sorted(tasks):
         r = results.get(f"W+M+B/task{t}")
@@ -201,8 +215,8 @@ def table2(results, tasks):
             errors[t] = r["test_error"][str(t)]
             xla = "yes" if r["run_options"].get("jit_compile", True) else "no"
             rows.append(f"| {t} | {errors[t]:.2f} | {r['epochs']} | {r['steps']} | "
-                        f"{r['train_seconds'] / 60:.1f} | {_patience(r)} | {xla} | {_load(r)} | "
-                        f"{PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
+                        f"{r['train_seconds'] / 60:.1f} | {_patience(r)} | {_stopped_by(r)} | "
+                        f"{xla} | {_load(r)} | {PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
     failed = [t for t, e in errors.items() if e > 5.0]
     missing = [t for t in sorted(tasks) if t not in errors]
     rows += ["", f"Finished: {len(errors)} of {len(tasks)} tasks"
@@ -315,7 +329,8 @@ def define_flags():
     flags.DEFINE_integer("num_valid", 1000, "Generated validation questions per task.",
                          lower_bound=1)
     flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.", lower_bound=1)
-    flags.DEFINE_integer("epochs", 200, "Maximum epochs per run.", lower_bound=1)
+    flags.DEFINE_integer("epochs", 2000, "Maximum epochs per run (the default leaves the end of "
+                         "a run to --max_minutes and --target_val_accuracy).", lower_bound=1)
     flags.DEFINE_integer("seed", 0, "Seed.")
     flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step (off: no compile wait).")
     flags.DEFINE_bool("table_only", False, "Only re-write the results files from finished runs.")

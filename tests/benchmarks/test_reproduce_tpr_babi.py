@@ -60,7 +60,7 @@ def test_table2_keeps_finished_tasks_and_rewrites_the_table(tmp_path, capsys, mo
                          seed=3, max_minutes=20.0)
     assert trained == [("W+M+B/task4", (4,), "W+M+B", 3), ("W+M+B/task1", (1,), "W+M+B", 3)]
     # Runs recorded without a patience used babi_lib's default, 30 epochs.
-    assert "| 1 | 2.00 | 2 | 8 | 1.0 | 30 | yes |" in text and "| 4 | 8.00 |" in text
+    assert "| 1 | 2.00 | 2 | 8 | 1.0 | 30 | patience | yes |" in text and "| 4 | 8.00 |" in text
     assert "Finished: 2 of 2 tasks." in text and "Failed tasks" in text and ": 1 (4)." in text
     assert "at most 20 min of training per run (wall clock, on a shared machine" in text
     with open(output) as f:
@@ -109,8 +109,8 @@ def test_resume_from_a_results_file_keeps_its_finished_runs(tmp_path, monkeypatc
                          seed=0, patience=None)
     assert trained == [4, 1] and "Finished: 2 of 2 tasks." in text
     # Task 1 trained to its budget (no patience); task 4 kept from the first machine's run.
-    assert "| 1 | 1.00 | 1 | 4 | 1.0 | none | yes |" in text
-    assert "| 4 | 1.00 | 1 | 4 | 1.0 | 30 | yes |" in text
+    assert "| 1 | 1.00 | 1 | 4 | 1.0 | none | - | yes |" in text
+    assert "| 4 | 1.00 | 1 | 4 | 1.0 | 30 | patience | yes |" in text
     with pytest.raises(ValueError, match=r"--resume_from expects a results file of "
                                          r"--mode=table3, received .*\(mode 'table2'\)"):
         reproduce.restore_finished(second, results_file, "table3")
@@ -164,3 +164,21 @@ def test_systematic_mode_reports_the_accuracy_per_new_name(tmp_path, monkeypatch
     assert "| Alex | 8/8 | 90.0 | 95.0 | - | 85.0 |" in text
     assert "| Logan | 1/8 | 90.0 | 95.0 | 80.0 | 85.0 |" in text
     assert "Mean test error: 1.00 %; failed tasks (> 5 %): 0;" in text
+
+
+def test_table2_says_why_each_run_stopped():
+    def record(**changes):
+        options = dict(target_val_accuracy=0.998, max_minutes=20.0, epochs=200, patience=None)
+        options.update(changes.pop("options", {}))
+        return dict(dict(best_val_accuracy=0.9, train_seconds=300.0, epochs=50,
+                         run_options=options), **changes)
+
+    assert reproduce._stopped_by(record(best_val_accuracy=0.999)) == "target"
+    assert reproduce._stopped_by(record(train_seconds=1201.0)) == "time"
+    assert reproduce._stopped_by(record(epochs=200)) == "epochs"
+    assert reproduce._stopped_by(record(options={"patience": 30})) == "patience"
+    # Recorded before the option existed: babi_lib's default patience, 30 epochs.
+    old = record()
+    del old["run_options"]["patience"]
+    assert reproduce._stopped_by(old) == "patience"
+    assert reproduce._stopped_by(record()) == "-"  # none of the stops: an interrupted record
