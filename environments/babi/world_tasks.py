@@ -305,21 +305,18 @@ def _pronoun(person):
 
 
 def task_11(rng, story, people, n_questions=5, **_):
+    """Basic coreference, as Facebook's generator tells it: ``n_questions`` times, a person goes
+    to a place, then ``Then/After that/... he/she`` goes to another, and the question asks where
+    that person is (the pronoun's statement is the supporting fact)."""
     world = World(rng, people)
-    last = None
+    named = [p for p in people if _pronoun(p) != "they"] or people
     for _ in range(n_questions):
-        for _ in range(2):
-            if last is not None and rng.rand() < 0.5 and _pronoun(last) != "they":
-                location = world.choice([x for x in LOCATIONS if x != world.location[last][0]])
-                verb = world.choice(MOVE_VERBS)
-                line = story.say(f"{world.choice(_LINKS)} {_pronoun(last)} {verb} to the "
-                                 f"{location}.")
-                world.location[last] = (location, line)
-            else:
-                last = world.choice([p for p in people if _pronoun(p) != "they"] or people)
-                world.move(story, last)
-        person = world.choice(list(world.location))
-        location, line = world.location[person]
+        person = world.choice(named)
+        world.move(story, person)
+        location = world.choice([x for x in LOCATIONS if x != world.location[person][0]])
+        line = story.say(f"{world.choice(_LINKS)} {_pronoun(person)} "
+                         f"{world.choice(MOVE_VERBS)} to the {location}.")
+        world.location[person] = (location, line)
         story.ask(f"Where is {person}?", location, [line])
 
 
@@ -335,27 +332,35 @@ def _pair_move(world, story, pair, location=None, prefix=None):
     return line
 
 
+def _two_places(world):
+    first = world.choice(LOCATIONS)
+    return first, world.choice([x for x in LOCATIONS if x != first])
+
+
 def task_12(rng, story, people, n_questions=5, **_):
+    """Conjunction, as Facebook's generator tells it: ``n_questions`` times, two pairs of people
+    go to two different places (``X and Y go to L1. Z and W go to L2.``; the pairs may share a
+    person) and the question asks where one of the four named people is."""
     world = World(rng, people)
     for _ in range(n_questions):
-        for _ in range(2):
-            pair = [people[i] for i in rng.permutation(len(people))[:2]]
-            _pair_move(world, story, pair)
-        person = world.choice(list(world.location))
+        pairs = [[people[i] for i in rng.permutation(len(people))[:2]] for _ in range(2)]
+        for pair, location in zip(pairs, _two_places(world), strict=True):
+            _pair_move(world, story, pair, location=location)
+        person = world.choice(pairs[0] + pairs[1])  # a person in both pairs: twice the chance
         location, line = world.location[person]
         story.ask(f"Where is {person}?", location, [line])
 
 
 def task_13(rng, story, people, n_questions=5, **_):
+    """Compound coreference, as Facebook's generator tells it: ``n_questions`` times, two people
+    go to a place, then ``Then/After that/... they`` go to another, and the question asks where
+    one of the two is (the ``they`` statement is the supporting fact)."""
     world = World(rng, people)
-    pair = None
     for _ in range(n_questions):
-        for _ in range(2):
-            if pair is not None and rng.rand() < 0.5:
-                _pair_move(world, story, pair, prefix=world.choice(_LINKS))
-            else:
-                pair = [people[i] for i in rng.permutation(len(people))[:2]]
-                _pair_move(world, story, pair)
-        person = world.choice(list(world.location))
+        pair = [people[i] for i in rng.permutation(len(people))[:2]]
+        first, second = _two_places(world)
+        _pair_move(world, story, pair, location=first)
+        _pair_move(world, story, pair, location=second, prefix=world.choice(_LINKS))
+        person = world.choice(pair)
         location, line = world.location[person]
         story.ask(f"Where is {person}?", location, [line])
