@@ -42,13 +42,20 @@ written back into ``root_dir`` first (where ``root_dir`` has none of its own), s
 and not re-run. ``--max_minutes`` is wall-clock time (on a shared machine it depends on the
 load; each run records the load average).
 
+Each single-task run records the SHA-256 of its generated data (``data_sha256``); a run (finished
+or interrupted) whose data the current generator no longer writes is moved aside to
+``<folder>.stale-<UTC time>`` and run again, so that a table never mixes results of an earlier
+generator's stories with the current one's.
+
 Caveats: generated data (our procedural generator's stories, not the Facebook bAbI files;
 ``--data_dir`` reads real files); one seed per run (the paper: best and mean of 5 runs).
 """
 
+import hashlib
 import json
 import os
 import platform
+import tempfile
 import time
 
 import results_io  # benchmarks/results_io.py, beside this script
@@ -117,11 +124,69 @@ def train(folder, kwargs, options):
     record = {k: v for k, v in results.items() if k not in ("model", "vocabulary")}
     record["test_error"] = {str(k): v for k, v in record["test_error"].items()}
     record.update(run_options=dict(kwargs, **options), load_average_before=load_before,
+                  data_sha256=data_sha256(os.path.join(folder, "data")),
                   load_average_after=os.getloadavg(), nice=os.nice(0), cpus=os.cpu_count(),
                   machine=platform.processor() or platform.machine(),
                   finished_utc=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     json_files.write_json(os.path.join(folder, RESULT), record, indent=2, default=str)
     return record
+
+
+def data_sha256(data_dir):
+    """SHA-256 of a run's generated data (the names and bytes of its ``qa*.txt`` files), or
+    None where ``data_dir`` holds none."""
+    names = sorted(n for n in os.listdir(data_dir) if n.startswith("qa") and n.endswith(".txt")) \
+        if os.path.isdir(data_dir) else []
+    if not names:
+        return None
+    digest = hashlib.sha256()
+    for name in names:
+        with open(os.path.join(data_dir, name), "rb") as f:
+            digest.update(name.encode() + b"\0" + f.read() + b"\0")
+    return digest.hexdigest()
+
+
+def current_data_sha256(task, options):
+    """The SHA-256 of the data that the current generator writes for a single-task run of
+    ``task`` (as ``babi_lib.load_data`` does), or None for runs on real bAbI files."""
+    from keras_relational.environments import babi
+    if options.get("data_dir"):
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        babi.write_task_files(scratch, task, options.get("num_train", 9000),
+                              options.get("num_valid", 1000), options.get("num_test", 1000),
+                              options.get("seed", 0))
+        return data_sha256(scratch)
+
+
+def set_aside_stale(mode, root_dir, tasks, operations, options):
+    """Moves aside the single-task runs (finished or interrupted) whose data the current
+    generator no longer writes, so that they are run again: a result on an earlier generator's
+    stories is not a figure of the current code. Their folders are renamed
+    ``<folder>.stale-<UTC time>``, never deleted. A finished run whose data cannot be checked (a
+    result restored by ``--resume_from`` from before its data was recorded) is kept. Returns the
+    folders moved."""
+    if mode not in ("table2", "table3"):
+        return []
+    expected, moved = {}, []
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    for folder, kwargs in runs(mode, tasks, operations):
+        path = os.path.join(root_dir, folder)
+        recorded = data_sha256(os.path.join(path, "data"))
+        if recorded is None and os.path.exists(os.path.join(path, RESULT)):
+            with open(os.path.join(path, RESULT)) as f:
+                recorded = json.load(f).get("data_sha256")
+        if recorded is None:
+            continue
+        (task,) = kwargs["tasks"]
+        if task not in expected:
+            expected[task] = current_data_sha256(task, options)
+        if expected[task] is not None and recorded != expected[task]:
+            os.replace(path, f"{path}.stale-{stamp}")
+            moved.append(folder)
+            print(f"{folder}: its data came from an earlier generator; moved to "
+                  f"{path}.stale-{stamp} and run again", flush=True)
+    return moved
 
 
 def finished(root_dir, folders):
@@ -285,6 +350,7 @@ def run(mode, root_dir, tasks=tuple(range(1, 21)), operations=("W", "W+M", "W+B"
     results files (default: this process's command line).
     """
     start = time.time()
+    set_aside_stale(mode, root_dir, tasks, operations, options)
     for folder, kwargs in runs(mode, tasks, operations):
         path = os.path.join(root_dir, folder)
         if table_only or os.path.exists(os.path.join(path, RESULT)):

@@ -4,6 +4,7 @@ interrupted run keeps its time budget and best checkpoint (babi_lib's progress f
 
 import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -182,3 +183,50 @@ def test_table2_says_why_each_run_stopped():
     del old["run_options"]["patience"]
     assert reproduce._stopped_by(old) == "patience"
     assert reproduce._stopped_by(record()) == "-"  # none of the stops: an interrupted record
+
+
+def test_runs_on_an_earlier_generators_data_are_set_aside_and_run_again(tmp_path, monkeypatch):
+    from keras_relational.environments import babi
+    from keras_relational.experiments import babi_lib
+
+    sizes = dict(num_train=6, num_valid=3, num_test=3, seed=0)
+    trained = []
+
+    def fake_train_eval(root_dir, tasks, operations, **options):  # writes its data as babi_lib
+        trained.append(tasks[0])
+        babi.write_task_files(os.path.join(root_dir, "data"), tasks[0], 6, 3, 3, 0)
+        return {"test_error": {tasks[0]: 1.0}, "train_seconds": 60.0, "epochs": 1, "steps": 4,
+                "best_val_accuracy": 0.9, "model": object(), "vocabulary": None}
+
+    monkeypatch.setattr(babi_lib, "train_eval", fake_train_eval)
+    root = str(tmp_path / "runs")
+    reproduce.run("table2", root, tasks=(13, 1), **sizes)
+    with open(os.path.join(root, "W+M+B", "task13", reproduce.RESULT)) as f:
+        recorded = json.load(f)["data_sha256"]
+    assert recorded == reproduce.current_data_sha256(13, sizes) is not None
+    reproduce.run("table2", root, tasks=(13, 1), **sizes)
+    assert trained == [13, 1]  # the same generator: kept
+    # Task 13's stories from an earlier generator: set aside (not deleted) and run again.
+    with open(os.path.join(root, "W+M+B", "task13", "data", "qa13_train.txt"), "a") as f:
+        f.write("1 Mary went to the garden.\n2 Where is Mary? \tgarden\t1\n")
+    text = reproduce.run("table2", root, tasks=(13, 1), **sizes)
+    assert trained == [13, 1, 13] and "Finished: 2 of 2 tasks." in text
+    (stale,) = [n for n in os.listdir(os.path.join(root, "W+M+B")) if ".stale-" in n]
+    assert stale.startswith("task13.stale-")
+    assert os.path.exists(os.path.join(root, "W+M+B", stale, reproduce.RESULT))
+    # A result whose data cannot be checked (restored, recorded before the hash) is kept.
+    task1 = os.path.join(root, "W+M+B", "task1")
+    shutil.rmtree(os.path.join(task1, "data"))
+    with open(os.path.join(task1, reproduce.RESULT)) as f:
+        record = json.load(f)
+    del record["data_sha256"]
+    with open(os.path.join(task1, reproduce.RESULT), "w") as f:
+        json.dump(record, f)
+    reproduce.run("table2", root, tasks=(13, 1), **sizes)
+    assert trained == [13, 1, 13]
+    # A restored result with its recorded hash (no data folder) is checked all the same.
+    record["data_sha256"] = "0" * 64
+    with open(os.path.join(task1, reproduce.RESULT), "w") as f:
+        json.dump(record, f)
+    reproduce.run("table2", root, tasks=(13, 1), **sizes)
+    assert trained == [13, 1, 13, 1]
