@@ -21,13 +21,15 @@ STATED = {
        "question after dozens of statements, often more than 70 before a question (the "
        "authors' code keeps the last 130)",
     4: "2 statements, 1 question",
-    5: "who gave / received what; answers are names or objects",
+    5: "who gave / received what; answers are names or objects; at least 3 statements per "
+       "question",
     6: "answers yes / no",
     7: "answers none / one / two / three, `one` the most frequent; supporting facts: the "
        "person's pick-ups, drops and gives",
     8: "answers `nothing`, one object or a comma-joined list; supporting facts as in 7",
-    9: "answers yes / no, balanced; 2 statements per question, 5 questions per story",
-    10: "answers yes / no / maybe",
+    9: "answers yes / no (3/8 yes in Facebook's generator); 2 statements per question, 5 "
+       "questions per story",
+    10: "answers yes / no / maybe, mostly no (a random place of six is asked about)",
     11: "answers a place",
     12: "answers a place",
     13: "answers a place",

@@ -8,7 +8,7 @@ a little from the released data.
 
 import numpy as np
 
-from .world import LOCATIONS, MOVE_VERBS, OBJECTS, World
+from .world import GIVE_VERBS, LOCATIONS, MOVE_VERBS, OBJECTS, PICK_VERBS, World
 
 # Pronouns for task 11; the new names' pronouns are an arbitrary fixed choice.
 _PRONOUNS = {"Mary": "she", "Sandra": "she", "John": "he", "Daniel": "he", "Alex": "he",
@@ -82,57 +82,81 @@ def task_3(rng, story, people, n_questions=5, statements_per_question=4,
 THREE_ARGUMENT_PEOPLE = ("Bill", "Fred", "Jeff", "Mary")
 
 
-def task_5(rng, story, people=None, n_questions=5, statements_per_question=3, **_):
-    """Three-argument relations: who gave what to whom; the latest matching transfer counts."""
+def task_5(rng, story, people=None, n_questions=5, **_):
+    """Three-argument relations: segments of moves, pick-ups and gives, each ended by a give.
+
+    As in Facebook's generator, every action is a move, a pick-up or a give (equally likely,
+    among those possible; people and objects start in unseen places), a segment ends with the
+    first give after at least three statements, its statements are told in a random order and
+    the question asks about that last give. The told order is redrawn (or kept) when the
+    question would otherwise be ambiguous in the text.
+    """
     people = THREE_ARGUMENT_PEOPLE
-    world = World(rng, people)
-    for p in people:
-        world.move(story, p)
+    at = {p: LOCATIONS[rng.randint(len(LOCATIONS))] for p in people}
+    lies = {o: LOCATIONS[rng.randint(len(LOCATIONS))] for o in OBJECTS}  # object -> place
+    holder = {}  # object -> person
+    transfers = []  # (giver, object, receiver) in told order
     while story.questions < n_questions:
-        for _ in range(rng.randint(statements_per_question + 1)):
-            world.random_action(story, allow_give=True)
-        _give_something(world, story)
-        # Mostly the transfer just told, sometimes an earlier one (Weston et al. ask both).
-        giver, obj, receiver, _ = (world.transfers[-1] if rng.rand() < 0.7
-                                   else world.choice(world.transfers))
-        kind = rng.randint(5)
-        if kind == 0:
-            question, key, answer = f"What did {giver} give to {receiver}?", (0, 2), 1
-        elif kind == 1:
-            question, key, answer = f"Who gave the {obj} to {receiver}?", (1, 2), 0
-        elif kind == 2:
-            question, key, answer = f"Who gave the {obj}?", (1,), 0
-        elif kind == 3:
-            question, key, answer = f"Who received the {obj}?", (1,), 2
-        else:
-            question, key, answer = f"Who did {giver} give the {obj} to?", (0, 1), 2
-        asked = (giver, obj, receiver)
-        latest = [t for t in world.transfers if all(t[k] == asked[k] for k in key)][-1]
-        story.ask(question, latest[answer], [latest[3]])
+        segment, give = [], None  # [(text, transfer or None)]
+        while give is None or len(segment) < 3:
+            give = None
+            options = {
+                "move": [(p, loc) for p in people for loc in LOCATIONS if loc != at[p]],
+                "get": [(p, o) for p in people for o in OBJECTS
+                        if o not in holder and lies[o] == at[p]],
+                "give": [(p, o, q) for o, p in holder.items() for q in people
+                         if q != p and at[q] == at[p]],
+            }
+            action = ("move", "get", "give")[rng.randint(3)]
+            while not options[action]:
+                action = ("move", "get", "give")[rng.randint(3)]
+            chosen = options[action][rng.randint(len(options[action]))]
+            if action == "move":
+                at[chosen[0]] = chosen[1]
+                verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
+                segment.append((f"{chosen[0]} {verb} to the {chosen[1]}.", None))
+            elif action == "get":
+                holder[chosen[1]] = chosen[0]
+                there = " there" if rng.rand() < 0.5 else ""
+                verb = PICK_VERBS[rng.randint(len(PICK_VERBS))]
+                segment.append((f"{chosen[0]} {verb} the {chosen[1]}{there}.", None))
+            else:
+                giver, obj, receiver = give = chosen
+                holder[obj] = receiver
+                verb = GIVE_VERBS[rng.randint(len(GIVE_VERBS))]
+                segment.append((f"{giver} {verb} the {obj} to {receiver}.", give))
+        for attempt in range(4):
+            order = rng.permutation(len(segment)) if attempt < 3 else range(len(segment))
+            told = transfers + [segment[i][1] for i in order if segment[i][1]]
+            kinds = [k for k in range(5) if _latest_transfer(told, give, k) == len(told) - 1
+                     - told[::-1].index(give)]
+            if kinds:
+                break
+        line_of_give = None
+        for i in order:
+            line = story.say(segment[i][0])
+            if segment[i][1] == give:
+                line_of_give = line
+        transfers = told
+        giver, obj, receiver = give
+        question, answer = (
+            (f"What did {giver} give to {receiver}?", obj),
+            (f"Who gave the {obj} to {receiver}?", giver),
+            (f"Who gave the {obj}?", giver),
+            (f"Who received the {obj}?", receiver),
+            (f"Who did {giver} give the {obj} to?", receiver),
+        )[kinds[rng.randint(len(kinds))]]
+        story.ask(question, answer, [line_of_give])
 
 
-def _give_something(world, story):
-    """Tells a transfer: someone picks an object up and someone joins them first if needed."""
-    holders = [(p, o) for p in world.people for o in world.carrying[p]]
-    free = [o for o in OBJECTS if o not in world.holder]
-    if free and (not holders or world.rng.rand() < 0.3):
-        obj = world.choice(free)
-        if obj in world.place:  # dropped: someone must be (or go) where it lies
-            there = [p for p in world.people if world.location[p][0] == world.place[obj][0]]
-            picker = world.choice(there or world.people)
-            if not there:
-                world.move(story, picker, location=world.place[obj][0])
-        else:
-            picker = world.choice(world.people)
-        world.pick(story, picker, obj)
-        holders = [(picker, obj)]
-    giver, obj = world.choice(holders)
-    here = world.location[giver][0]
-    receivers = [p for p in world.people if p != giver and world.location[p][0] == here]
-    if not receivers:
-        receivers = [world.choice([p for p in world.people if p != giver])]
-        world.move(story, receivers[0], location=here)
-    world.give(story, giver, world.choice(receivers), obj)
+# The transfer fields a question kind of task 5 names (giver 0, object 1, receiver 2).
+_ASKED_FIELDS = ((0, 2), (1, 2), (1,), (1,), (0, 1))
+
+
+def _latest_transfer(transfers, give, kind):
+    """The index of the latest transfer that matches ``give`` in what question ``kind`` names."""
+    fields = _ASKED_FIELDS[kind]
+    return max(i for i, t in enumerate(transfers) if all(t[f] == give[f] for f in fields))
 
 
 def task_6(rng, story, people, n_questions=5, **_):
@@ -230,37 +254,39 @@ def world_choice(rng, seq):
 
 
 def task_9(rng, story, people, n_questions=5, **_):
-    """Simple negation: ``X is not in the L.``, ``X is no longer in the L.``; yes / no, balanced."""
-    state = {}  # person -> (is_there, location, line)
+    """Simple negation, as in Facebook's generator: 2 statements and 1 question, 5 times.
+
+    A statement is a move (half of them, to a new place) or a statement about where someone
+    really is (unseen until told): ``X is in the L.`` (true place) or ``X is not / no longer in
+    the L.`` (another place), which moves nobody. The question asks about someone told of and the
+    place of their latest statement, or (half the time when that statement is affirmative)
+    another place: about 3/8 of the answers are yes.
+    """
+    where = {p: LOCATIONS[rng.randint(len(LOCATIONS))] for p in people}  # the true places
+    latest = {}  # person -> (location, is there, line), in the order people are first told of
     for _ in range(n_questions):
         for _ in range(2):
             person = people[rng.randint(len(people))]
-            location = LOCATIONS[rng.randint(len(LOCATIONS))]
-            kind = rng.randint(4)
-            if kind == 0:
-                line = story.say(f"{person} is not in the {location}.")
-            elif kind == 1:
-                line = story.say(f"{person} is no longer in the {location}.")
-            elif kind == 2:
-                line = story.say(f"{person} is in the {location}.")
-            else:
+            others = [loc for loc in LOCATIONS if loc != where[person]]
+            if rng.rand() < 0.5:
+                where[person] = others[rng.randint(len(others))]
                 verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
-                line = story.say(f"{person} {verb} to the {location}.")
-            state[person] = (kind >= 2, location, line)
-        # The answer first, so that yes and no are about equally frequent (the released data's
-        # yes/no tasks are balanced): yes a little more often when someone is known to be
-        # somewhere, since sometimes nobody is. A "no" asks about a negated or another place.
-        present = [p for p in state if state[p][0]]
-        if present and rng.rand() < 0.58:
-            person = present[rng.randint(len(present))]
-            there, location, line = state[person]
-            story.ask(f"Is {person} in the {location}?", "yes", [line])
-            continue
-        person = list(state)[rng.randint(len(state))]
-        there, location, line = state[person]
-        if there:
+                line = story.say(f"{person} {verb} to the {where[person]}.")
+                latest[person] = (where[person], True, line)
+            elif rng.rand() < 0.5:
+                line = story.say(f"{person} is in the {where[person]}.")
+                latest[person] = (where[person], True, line)
+            else:
+                location = others[rng.randint(len(others))]
+                negation = ("not", "no longer")[rng.randint(2)]
+                line = story.say(f"{person} is {negation} in the {location}.")
+                latest[person] = (location, False, line)
+        person = list(latest)[rng.randint(len(latest))]
+        location, there, line = latest[person]
+        if there and rng.rand() < 0.5:
             location = world_choice(rng, [loc for loc in LOCATIONS if loc != location])
-        story.ask(f"Is {person} in the {location}?", "no", [line])
+            there = False
+        story.ask(f"Is {person} in the {location}?", "yes" if there else "no", [line])
 
 
 # Task 10's people and places (Weston et al. 2015's released data).
@@ -269,32 +295,42 @@ INDEFINITE_PLACES = ("bedroom", "cinema", "kitchen", "office", "park", "school")
 
 
 def task_10(rng, story, people=None, n_questions=5, **_):
-    """Indefinite knowledge: ``X is either in the A or the B.``; yes / no / maybe answers."""
+    """Indefinite knowledge, as in Facebook's generator: 2 statements and 1 question, 5 times.
+
+    A statement is (equally likely) a move to a new place, ``X is in the L.`` (the true place) or
+    ``X is either in the A or the B.`` (two random places; it moves nobody and replaces what was
+    known unless it agrees with it: then the one place in both is known). The question asks
+    whether someone told of is in a random place of the six: mostly ``no``, ``maybe`` when the
+    place is one of two possible.
+    """
     people, places = INDEFINITE_PEOPLE, INDEFINITE_PLACES
-    known = {}  # person -> (possible places, line)
+    where = {p: places[rng.randint(len(places))] for p in people}  # the true places
+    known = {}  # person -> (possible places, support lines), in the order first told of
     for _ in range(n_questions):
         for _ in range(2):
             person = people[rng.randint(len(people))]
-            kind = rng.randint(4)  # half of the statements are indefinite
-            if kind < 2:
+            kind = rng.randint(3)
+            if kind == 0:
+                others = [p for p in places if p != where[person]]
+                where[person] = others[rng.randint(len(others))]
+                verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
+                known[person] = ({where[person]}, [story.say(f"{person} {verb} to the "
+                                                             f"{where[person]}.")])
+            elif kind == 1:
+                known[person] = ({where[person]}, [story.say(f"{person} is in the "
+                                                             f"{where[person]}.")])
+            else:
                 first, second = (places[i] for i in rng.permutation(len(places))[:2])
                 line = story.say(f"{person} is either in the {first} or the {second}.")
-                known[person] = ({first, second}, line)
-            else:
-                place = places[rng.randint(len(places))]
-                verb = "is in" if kind == 2 else MOVE_VERBS[rng.randint(len(MOVE_VERBS))] + " to"
-                known[person] = ({place}, story.say(f"{person} {verb} the {place}."))
-        # The answer first, among those possible now, so that yes, no and maybe are balanced.
-        pools = {"yes": [p for p in known if len(known[p][0]) == 1],
-                 "no": list(known), "maybe": [p for p in known if len(known[p][0]) == 2]}
-        answer = [a for a in pools if pools[a]][rng.randint(sum(map(bool, pools.values())))]
-        pool = pools[answer]
-        person = pool[rng.randint(len(pool))]
-        possible, line = known[person]
-        options = sorted(possible) if answer != "no" else [p for p in places
-                                                           if p not in possible]
-        place = options[rng.randint(len(options))]
-        story.ask(f"Is {person} in the {place}?", answer, [line])
+                before, support = known.get(person, (set(), []))
+                both = before & {first, second}
+                known[person] = (both, support + [line]) if len(both) == 1 else \
+                    ({first, second}, [line])
+        person = list(known)[rng.randint(len(known))]
+        place = places[rng.randint(len(places))]
+        possible, support = known[person]
+        answer = "no" if place not in possible else "yes" if len(possible) == 1 else "maybe"
+        story.ask(f"Is {person} in the {place}?", answer, sorted(support))
 
 
 _LINKS = ("Then", "Afterwards", "Following that", "After that")

@@ -79,5 +79,7 @@ def test_counting_lists_and_negation_answers_are_spread_like_the_released_data()
     lists = _generated_statistics(8, 600)["answers_percent"]
     assert 15 <= lists["nothing"] <= 40
     assert sum(share for answer, share in lists.items() if "," in answer) >= 10
+    # Facebook's generator: the latest statement about the person is true 3/4 of the time, and
+    # then half of the questions ask about another place: 3/8 yes.
     negation = _generated_statistics(9, 600)["answers_percent"]
-    assert 42 <= negation["yes"] <= 58
+    assert 31 <= negation["yes"] <= 44
