@@ -33,11 +33,12 @@ STATED = {
     11: "answers a place",
     12: "answers a place",
     13: "answers a place",
-    14: "times yesterday, this morning, this afternoon, this evening; answers a place",
+    14: "times yesterday, this morning, this afternoon, this evening; answers a place; 12 "
+        "statements, 5 questions",
     15: "8 statements: 4 `are afraid of`, 4 `is a`",
     16: "9 statements",
     17: "2 statements; answers yes / no",
-    18: "answers yes / no",
+    18: "answers yes / no; 2 supporting facts; all questions after the statements",
     19: "5 statements, 1 question; answers two comma-joined letters (`n,w`)",
     20: "answers a place or a motivation",
 }

@@ -242,8 +242,8 @@ def test_story_shapes_follow_the_task_definitions():
     assert set(_shape(generated(19, 50))) == {"sssssq"}  # five facts, one question
     assert set(_shape(generated(17, 50))) == {"ss" + "q" * 8}  # two facts, eight questions
     assert set(_shape(generated(20, 50))) == {"sq" * 12}  # 4 people x 3 steps, each asked
-    for shape in _shape(generated(14, 50)):  # 2-4 events per person, told out of order
-        assert shape.endswith("q") and 8 <= shape.count("s") <= 16 and shape.count("q") <= 5
+    # Facebook's Time task: four statements, then a question after every two.
+    assert set(_shape(generated(14, 50))) == {"ssssq" + "ssq" * 4}
     for task in (5, 10):
         assert all(shape.endswith("q") and shape.count("q") == 5
                    for shape in _shape(generated(task, 50)))
@@ -323,6 +323,49 @@ def test_task_9_and_10_tell_two_statements_per_question_about_true_places():
     agreeing = [q for _, q, _, support in questions(generated(10, 300))
                 if len(support) == 2]
     assert agreeing
+
+
+def test_task_14_asks_about_consecutive_told_times_of_anyone_moved_twice():
+    gaps = 0
+    for statements, _, _, support in questions(generated(14, 200)):
+        times = sorted(TIME[w] for i in support for w in statements[i] if w in TIME)
+        assert len(times) == 2 and times[0] < times[1]
+        gaps += times[1] - times[0] > 1  # a time between, not told (yet), is allowed
+    assert gaps > 0
+
+
+def test_task_17_asks_about_any_two_shapes_along_an_axis_where_they_differ():
+    direct = 0
+    for statements, q, answer, support in questions(generated(17, 200)):
+        facts = [_relation(words) for words in statements.values()]
+        assert sorted(support) == sorted(statements)  # both statements support every answer
+        cut = next(i for i, w in enumerate(q) if w in ("above", "below", "to"))
+        x, relation, y = _relation(q[1:cut] + ["is"] + q[cut:])
+        direct += any({x, y} == {a, b} for a, _, b in facts)
+        if answer == "no":  # the opposite relation holds: the shapes differ along that axis
+            opposite = {"above": "below", "below": "above", "left": "right", "right": "left"}
+            flipped = [w if w not in opposite else opposite[w] for w in q]
+            assert solve_17(list(statements.values()), flipped) == "yes", q
+    assert direct > 0
+
+
+SIZE_ORDER = ("chocolate", "box of chocolates")
+
+
+def test_task_18_tells_the_facts_then_asks_every_two_step_pair():
+    text = generated(18, 200)
+    assert all(re.fullmatch("s{4,9}q+", shape) for shape in _shape(text))
+    for statements, _, _, support in questions(text):
+        assert len(support) == 2  # exactly two-step questions
+        for words in statements.values():  # the chocolate is the smallest, then its box
+            big = _thing(words[1:words.index("is")]) if "bigger" in words else \
+                _thing(after(words, "inside")[1:])
+            assert big != "chocolate"
+            small = _thing(after(words, "than")[1:]) if "bigger" in words else \
+                _thing(words[1:words.index("fits")])
+            assert big != "box of chocolates" or small == "chocolate"
+    shapes = _shape(text)
+    assert max(shape.count("q") for shape in shapes) > min(shape.count("q") for shape in shapes)
 
 
 @pytest.mark.parametrize("task", babi.GENERATED_TASKS)
