@@ -16,7 +16,8 @@ from .vocabulary import Vocabulary
 # the released data's format): general knowledge, not measured here.
 STATED = {
     1: "1 supporting fact; 2 statements per question, 5 questions per story",
-    2: "2 supporting facts",
+    2: "2 supporting facts (the pick-up and the holder's move: only held objects are asked "
+       "about, as in Facebook's generator); at least 3 statements per question",
     3: "3 supporting facts (the pick-up and two moves of the carrier); long stories: the first "
        "question after dozens of statements, often more than 70 before a question (the "
        "authors' code keeps the last 130)",
@@ -24,8 +25,9 @@ STATED = {
     5: "who gave / received what; answers are names or objects; at least 3 statements per "
        "question",
     6: "answers yes / no",
-    7: "answers none / one / two / three, `one` the most frequent; supporting facts: the "
-       "person's pick-ups, drops and gives",
+    7: "answers none / one / two / three, `one` the most frequent, three rare (Facebook's "
+       "generator); a question after every 2 statements; supporting facts: the person's "
+       "pick-ups, drops and gives",
     8: "answers `nothing`, one object or a comma-joined list; supporting facts as in 7",
     9: "answers yes / no (3/8 yes in Facebook's generator); 2 statements per question, 5 "
        "questions per story",

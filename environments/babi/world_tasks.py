@@ -6,9 +6,7 @@ and objects. It is not the Facebook generator, so the vocabulary and phrasing fr
 a little from the released data.
 """
 
-import numpy as np
-
-from .world import GIVE_VERBS, LOCATIONS, MOVE_VERBS, OBJECTS, PICK_VERBS, World
+from .world import DROP_VERBS, GIVE_VERBS, LOCATIONS, MOVE_VERBS, OBJECTS, PICK_VERBS, World
 
 # Pronouns for task 11; the new names' pronouns are an arbitrary fixed choice.
 _PRONOUNS = {"Mary": "she", "Sandra": "she", "John": "he", "Daniel": "he", "Alex": "he",
@@ -26,18 +24,123 @@ def task_1(rng, story, people, n_questions=5, **_):
         story.ask(f"Where is {person}?", location, [line])
 
 
-def task_2(rng, story, people, n_questions=5, statements_per_question=6, **_):
-    world = World(rng, people)
-    for p in people:
-        world.move(story, p)
+# Where people and objects start in Facebook's world (world_basic), unseen until a move or a
+# pick-up tells it; a person of another name starts where the person in that position would.
+_STARTS = {"John": "kitchen", "Mary": "bedroom", "Sandra": "garden", "Daniel": "hallway"}
+_OBJECT_STARTS = {"apple": "kitchen", "football": "garden", "milk": "kitchen"}
+
+
+class _UnseenWorld:
+    """The world of Facebook's tasks 2, 3, 7 and 8: people and objects start in unseen places.
+
+    Only moves tell where someone is; a pick-up needs the person where the object lies (in the
+    simulated world, whether or not the story told it). ``act`` tells one action of a family
+    drawn from ``families`` (``"move"``, ``"getdrop"``: a pick-up or a drop, ``"give"``),
+    uniformly among the family's possible actions; a family with none is drawn again.
+    """
+
+    def __init__(self, rng, people):
+        self.rng = rng
+        self.people = list(people)
+        starts = list(_STARTS.values())
+        self.at = {p: _STARTS.get(p, starts[i % len(starts)])  # true places
+                   for i, p in enumerate(people)}
+        self.lies = dict(_OBJECT_STARTS)  # object -> place, while on the floor
+        self.holder = {}  # object -> (person, pick-up or give line)
+        self.seen = {}  # person -> (place, line of the latest move)
+        self.carrying = {p: [] for p in people}  # in pick-up order
+        self.dropped = {}  # object -> (place or None if unseen, drop line, move line)
+
+    def choice(self, seq):
+        return seq[self.rng.randint(len(seq))]
+
+    def _options(self, family):
+        if family == "move":
+            return [("move", p, loc) for p in self.people for loc in LOCATIONS
+                    if loc != self.at[p]]
+        if family == "getdrop":
+            return ([("get", p, o) for p in self.people for o in OBJECTS
+                     if o in self.lies and self.lies[o] == self.at[p]]
+                    + [("drop", p, o) for p in self.people for o in self.carrying[p]])
+        return [("give", p, o, q) for p in self.people for o in self.carrying[p]
+                for q in self.people if q != p and self.at[q] == self.at[p]]
+
+    def act(self, story, families):
+        """Tells one action; returns it as ``(kind, person, ...)`` with its line appended."""
+        options = []
+        while not options:
+            options = self._options(self.choice(families))
+        action = self.choice(options)
+        kind, person = action[:2]
+        if kind == "move":
+            line = story.say(f"{person} {self.choice(MOVE_VERBS)} to the {action[2]}.")
+            self.at[person] = action[2]
+            self.seen[person] = (action[2], line)
+        elif kind == "get":
+            obj = action[2]
+            there = " there" if self.rng.rand() < 0.5 else ""
+            line = story.say(f"{person} {self.choice(PICK_VERBS)} the {obj}{there}.")
+            del self.lies[obj]
+            self.dropped.pop(obj, None)
+            self.holder[obj] = (person, line)
+            self.carrying[person].append(obj)
+        elif kind == "drop":
+            obj = action[2]
+            line = story.say(f"{person} {self.choice(DROP_VERBS)} the {obj}.")
+            self.carrying[person].remove(obj)
+            del self.holder[obj]
+            self.lies[obj] = self.at[person]
+            place, move_line = self.seen.get(person, (None, None))
+            self.dropped[obj] = (place, line, move_line)
+        else:
+            obj, receiver = action[2], action[3]
+            line = story.say(f"{person} {self.choice(GIVE_VERBS)} the {obj} to {receiver}.")
+            self.carrying[person].remove(obj)
+            self.carrying[receiver].append(obj)
+            self.holder[obj] = (receiver, line)
+        return action + (line,)
+
+    def known_place(self, obj):
+        """(place, support lines) of an object as the story tells it so far, or None."""
+        if obj in self.holder:
+            person, line = self.holder[obj]
+            if person in self.seen:
+                place, move_line = self.seen[person]
+                return place, {line, move_line}
+            return None
+        if obj in self.dropped and self.dropped[obj][0] is not None:
+            place, line, move_line = self.dropped[obj]
+            return place, {line, move_line}
+        return None
+
+
+def _wait_for_question(rng, since, at_least):
+    """Facebook's tasks 2 and 3: after ``at_least`` statements, each one may be followed by a
+    question with probability 1/2."""
+    return since >= at_least and rng.rand() < 0.5
+
+
+def task_2(rng, story, people, n_questions=5, statements_per_question=3, **_):
+    """Two supporting facts, as in Facebook's generator (WhereIsObject).
+
+    Moves (a third of the statements), pick-ups and drops; after ``statements_per_question``
+    statements, each statement is followed by a question with probability 1/2 when some object
+    is held by someone whose place is told: the question asks where such an object is (the
+    pick-up and the holder's latest move). Objects lying on the floor are not asked about.
+    """
+    world = _UnseenWorld(rng, people)
+    since = 0
     while story.questions < n_questions:
-        for _ in range(1 + rng.randint(statements_per_question)):
-            world.random_action(story)
-        known = [o for o in OBJECTS if world.object_location(o) is not None]
-        if known:
-            obj = world.choice(known)
-            location, support = world.object_location(obj)
-            story.ask(f"Where is the {obj}?", location, support)
+        world.act(story, ("getdrop", "getdrop", "move"))
+        since += 1
+        if not _wait_for_question(rng, since, statements_per_question):
+            continue
+        held = [o for o in OBJECTS if o in world.holder and world.known_place(o)]
+        if held:
+            obj = world.choice(held)
+            place, support = world.known_place(obj)
+            story.ask(f"Where is the {obj}?", place, sorted(support, reverse=True))
+            since = 0
 
 
 def task_3(rng, story, people, n_questions=5, statements_per_question=4,
@@ -175,68 +278,42 @@ def task_6(rng, story, people, n_questions=5, **_):
             story.ask(f"Is {person} in the {other}?", "no", [line])
 
 
-# The shares of "how many objects" answers aimed at in tasks 7 and 8 (none, one, two, three): the
-# person asked about has handled an object, as in the released data, where a count of one is the
-# most frequent answer and two or three objects are carried often enough to be learnt.
-_CARRIED_SHARES = (0.3, 0.45, 0.2, 0.05)
+def _carry_task(rng, story, people, ask, n_questions=5, **_):
+    """Tasks 7 and 8 as in Facebook's generator (Counting, Listing).
 
-
-def _carry_action(world, story, events):
-    """A move, pick-up (most often), drop or give; records the object events per person."""
-    people = world.people
-    pickable = [(p, o) for p in people for o in OBJECTS
-                if o not in world.holder and (o not in world.place
-                                              or world.place[o][0] == world.location[p][0])]
-    holders = [(p, o) for p in people for o in world.carrying[p]]
-    gives = [(p, q, o) for p, o in holders for q in people
-             if q != p and world.location[q][0] == world.location[p][0]]
-    options = ["move"] * 2 + ["pick"] * 3 * bool(pickable) + ["drop"] * bool(holders) \
-        + ["give"] * 2 * bool(gives)
-    action = world.choice(options)
-    if action == "move":
-        world.move(story, world.choice(people))
-    elif action == "pick":
-        # Those who carry something pick up more: two or three objects in one hand are common.
-        weights = np.array([1.0 + 2.0 * len(world.carrying[p]) for p, _ in pickable])
-        person, obj = pickable[world.rng.choice(len(pickable), p=weights / weights.sum())]
-        world.pick(story, person, obj)
-        events[person].append(len(story.lines))
-    elif action == "drop":
-        person, obj = world.choice(holders)
-        world.drop(story, person, obj)
-        events[person].append(len(story.lines))
-    else:
-        giver, receiver, obj = world.choice(gives)
-        world.give(story, giver, receiver, obj)
-        events[giver].append(len(story.lines))
-        events[receiver].append(len(story.lines))
-
-
-def _carry_task(rng, story, people, ask, n_questions=5, statements_per_question=3):
-    """Tasks 7 and 8: the supporting facts are the asked person's pick-ups, drops and gives."""
-    world = World(rng, people)
-    for p in people:
-        world.move(story, p)
-    events = {p: [] for p in people}
+    Each statement is a pick-up or drop (half of them), a give or a move (a quarter each),
+    among those possible. The first question follows the first statement after the second
+    when someone has picked up, dropped or given something; then one follows every two
+    statements, ``n_questions`` in all. A question asks about a random person among those who
+    have picked up, dropped or given something; its supporting facts are that person's
+    pick-ups, drops and gives and the gives to them (Facebook's generator leaves the latter out,
+    though the answer needs them).
+    """
+    world = _UnseenWorld(rng, people)
+    events = {p: [] for p in people}  # person -> lines of their object events
+    actors = []  # those who picked up, dropped or gave, in the order first seen
+    told = 0
     while story.questions < n_questions:
-        for _ in range(1 + rng.randint(statements_per_question)):
-            _carry_action(world, story, events)
-        by_count = {}
-        for p in people:
-            if events[p]:
-                by_count.setdefault(len(world.carrying[p]), []).append(p)
-        if not by_count:
-            continue
-        counts = sorted(by_count)
-        weights = np.array([_CARRIED_SHARES[c] for c in counts])
-        count = counts[rng.choice(len(counts), p=weights / weights.sum())]
-        person = world.choice(by_count[count])
-        ask(story, person, world.carrying[person], events[person])
+        action = world.act(story, ("getdrop", "give", "move", "getdrop"))
+        told += 1
+        kind, person, line = action[0], action[1], action[-1]
+        if kind != "move":
+            events[person].append(line)
+            if person not in actors:
+                actors.append(person)
+            if kind == "give":
+                events[action[3]].append(line)
+        if actors and (told > 1 if story.questions == 0 else told % 2 == 0):
+            if story.questions == 0:
+                told = 0
+            person = world.choice(actors)
+            ask(story, person, world.carrying[person], events[person])
 
 
 def task_7(rng, story, people, n_questions=5, **_):
     def ask(story, person, carried, support):
-        story.ask(f"How many objects is {person} carrying?", _NUMBERS[len(carried)], support)
+        story.ask(f"How many objects is {person} carrying?", _NUMBERS[len(carried)],
+                  sorted(support))
 
     _carry_task(rng, story, people, ask, n_questions)
 
@@ -244,7 +321,7 @@ def task_7(rng, story, people, n_questions=5, **_):
 def task_8(rng, story, people, n_questions=5, **_):
     # Canonical answer order [A]: pickup order (the task description does not fix one).
     def ask(story, person, carried, support):
-        story.ask(f"What is {person} carrying?", ",".join(carried) or "nothing", support)
+        story.ask(f"What is {person} carrying?", ",".join(carried) or "nothing", sorted(support))
 
     _carry_task(rng, story, people, ask, n_questions)
 

@@ -368,6 +368,40 @@ def test_task_18_tells_the_facts_then_asks_every_two_step_pair():
     assert max(shape.count("q") for shape in shapes) > min(shape.count("q") for shape in shapes)
 
 
+PICK = {"picked", "got", "grabbed", "took"}
+DROP = {"dropped", "discarded", "put", "left"}
+
+
+def test_task_2_asks_where_a_held_object_is_after_three_or_more_statements():
+    # Facebook's WhereIsObject: after three statements, a question follows each statement with
+    # probability 1/2; it asks about an object someone holds whose place was told (the pick-up
+    # or give and the holder's latest move), never about an object lying on the floor.
+    found = _segments(generated(2, 200))
+    sizes = collections.Counter(len(since) for since, _ in found[1:])
+    assert min(sizes) >= 3 and max(sizes) > 6
+    assert all(len(question.split("\t")[2].split()) == 2 for _, question in found)
+    for statements, q, _, support in questions(generated(2, 200)):
+        obj = q[-1]
+        handled = [i for i in statements if obj in statements[i] and "to" not in statements[i]]
+        last = statements[max(handled)]
+        assert set(last) & (PICK | GIVE), (q, last)  # still held when asked
+        assert max(handled) in support
+
+
+def test_tasks_7_and_8_ask_every_two_statements_about_someone_who_handled_an_object():
+    # Facebook's Counting and Listing: the first question once someone has handled an object
+    # (after at least two statements), then one after every two statements, five in all.
+    for task in (7, 8):
+        shapes = _shape(generated(task, 100))
+        assert all(re.fullmatch(r"ss+q(ssq){4}", shape) for shape in shapes), shapes[:3]
+        assert len({shape for shape in shapes}) > 1
+        for statements, q, _, support in questions(generated(task, 100)):
+            person = q[2] if task == 8 else q[4]
+            handled = [i for i in statements if statements[i][0] == person
+                       and set(statements[i]) & (PICK | DROP | GIVE)]
+            assert handled and set(handled) <= set(support), (q, statements, support)
+
+
 @pytest.mark.parametrize("task", babi.GENERATED_TASKS)
 def test_every_task_is_deterministic_and_round_trips(task):
     text = babi.generate_task_text(task, 30, seed=1)
