@@ -150,7 +150,9 @@ def task_3(rng, story, people, n_questions=5, statements_per_question=4,
     As in the released data, a story tells ``first_question_after`` (a range) statements before
     its first question, so that the three facts (the pick-up and the two moves of its carrier)
     are spread over many sentences, and then asks every 1 to ``statements_per_question``
-    statements. Only places the object entered once are asked about (unambiguous).
+    statements. As in Facebook's generator, a question asks about an object's latest move (where
+    it was before the place it is in now); only places the object entered once are asked about
+    (unambiguous) and only moves by one carrier (three facts, as in the released data).
     """
     world = World(rng, people)
     for p in people:
@@ -162,13 +164,13 @@ def task_3(rng, story, people, n_questions=5, statements_per_question=4,
         candidates = []
         for obj, history in world.history.items():
             locations = [loc for loc, _ in history]
-            for i in range(1, len(history)):
-                # The same carrier from the place before into the place: exactly three facts.
-                if locations.count(locations[i]) == 1 and history[i][1][0] == history[i - 1][1][0]:
-                    candidates.append((obj, i))
+            i = len(history) - 1  # the latest move, as in Facebook's generator
+            # The same carrier from the place before into the place: exactly three facts.
+            if i > 0 and locations.count(locations[i]) == 1 \
+                    and history[i][1][0] == history[i - 1][1][0]:
+                candidates.append((obj, i))
         if candidates:
-            # The latest transitions more often: the released questions follow the action.
-            obj, i = candidates[-1] if rng.rand() < 0.5 else world.choice(candidates)
+            obj, i = world.choice(candidates)
             history = world.history[obj]
             support = sorted(set(history[i][1]) | set(history[i - 1][1]), reverse=True)
             story.ask(f"Where was the {obj} before the {history[i][0]}?", history[i - 1][0],

@@ -402,6 +402,35 @@ def test_tasks_7_and_8_ask_every_two_statements_about_someone_who_handled_an_obj
             assert handled and set(handled) <= set(support), (q, statements, support)
 
 
+def _object_places(told):
+    """Per object, the places it was told to be in, in order (repeats in a row merged)."""
+    where, carrying, places = {}, collections.defaultdict(list), collections.defaultdict(list)
+
+    def enter(obj, place):
+        if place and places[obj][-1:] != [place]:
+            places[obj].append(place)
+
+    for words in told:
+        if set(words) & PICK:
+            carrying[words[0]].append(after(words, "the")[0])
+            enter(after(words, "the")[0], where.get(words[0]))
+        elif set(words) & DROP:
+            carrying[words[0]].remove(after(words, "the")[0])
+        else:  # X <moved> to the L
+            where[words[0]] = words[-1]
+            for obj in carrying[words[0]]:
+                enter(obj, words[-1])
+    return places
+
+
+def test_task_3_asks_where_an_object_was_before_its_current_place():
+    # Facebook's WhereWasObject asks about an object's latest move: the place before the one
+    # it is in now.
+    for statements, q, answer, _ in questions(generated(3, 40)):
+        places = _object_places([statements[i] for i in sorted(statements)])[q[3]]
+        assert places[-2:] == [answer, q[-1]], (q, places)
+
+
 @pytest.mark.parametrize("task", babi.GENERATED_TASKS)
 def test_every_task_is_deterministic_and_round_trips(task):
     text = babi.generate_task_text(task, 30, seed=1)
