@@ -26,8 +26,9 @@ def generate_story_lines(task, rng, people=PERSONS, **story_options):
         rng: a ``np.random.RandomState``.
         people: the person names to use (tasks 1-3, 6-9, 11-13).
         **story_options: per-task length knobs, e.g. ``n_questions`` (questions per story) and
-            ``statements_per_question`` (tasks 2, 3: up to this many statements between
-            questions; larger = longer stories).
+            ``statements_per_question`` (task 2: at least this many statements between
+            questions, default 3 as in Facebook's generator; task 3: up to this many; larger =
+            longer stories).
     """
     if task not in TASK_GENERATORS:
         raise ValueError(f"generate_story_lines expects `task` in {GENERATED_TASKS}, "

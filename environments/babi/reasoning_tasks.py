@@ -75,37 +75,49 @@ TIMES = ("yesterday", "this morning", "this afternoon", "this evening")
 
 
 def task_14(rng, story, people=None, n_questions=5, **_):
-    """Time reasoning: events told out of order; ``Where was X before the L?``.
+    """Time reasoning, as in Facebook's generator: 4 statements, then a question every 2.
 
-    Each person visits distinct places at the first 2-4 times of :data:`TIMES` (no gaps), so
-    "before the L" names the place at the time just before L's, which a question needs told.
+    Each statement moves someone, at a time of :data:`TIMES` not yet told for them, to a place
+    they have not been told of. Two of the first four statements are about one person (so the
+    first question can be asked). A question names someone with two or more told moves and one of
+    them (not the earliest): the answer is the place at the told time just before it.
     """
-    events = []  # (person, time index, place)
-    for person in TIME_PEOPLE:
-        visits = 2 + rng.randint(3)
-        for t, i in enumerate(rng.permutation(len(TIME_PLACES))[:visits]):
-            events.append((person, t, TIME_PLACES[i]))
-    told, asked, since_question = {}, set(), 0
-    for index in rng.permutation(len(events)):
-        person, t, place = events[index]
+    people, places = TIME_PEOPLE, TIME_PLACES
+    moves = {p: {} for p in people}  # person -> {time index: (place, slot)}
+    first = people[rng.randint(len(people))]
+    slots = rng.permutation(4)[:2] + 1
+    times = rng.permutation(len(TIMES))[:2]
+    for slot, t, i in zip(slots, times, rng.permutation(len(places))[:2], strict=True):
+        moves[first][t] = (places[i], slot)
+    line_of = {}  # slot -> line
+    for slot in range(1, 3 * n_questions + 3):
+        if slot > 2 and (slot - 2) % 3 == 0:
+            askable = [p for p in people if len(moves[p]) > 1]
+            person = askable[rng.randint(len(askable))]
+            told = sorted(moves[person])
+            k = rng.randint(len(told) - 1)
+            (before, before_slot), (place, slot_at) = (moves[person][told[k]],
+                                                       moves[person][told[k + 1]])
+            story.ask(f"Where was {person} before the {place}?", before,
+                      [line_of[before_slot], line_of[slot_at]])
+            continue
+        told_here = [(p, t) for p in people for t, (_, s) in moves[p].items() if s == slot]
+        if told_here:
+            person, t = told_here[0]
+        else:
+            while True:
+                person = people[rng.randint(len(people))]
+                t = rng.randint(len(TIMES))
+                place = places[rng.randint(len(places))]
+                if t not in moves[person] and place not in {v for v, _ in moves[person].values()}:
+                    break
+            moves[person][t] = (place, slot)
+        place = moves[person][t][0]
         verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
         if rng.rand() < 0.5:
-            told[person, t] = (place, story.say(f"{TIMES[t].capitalize()} {person} {verb} to "
-                                                f"the {place}."))
+            line_of[slot] = story.say(f"{TIMES[t].capitalize()} {person} {verb} to the {place}.")
         else:
-            told[person, t] = (place, story.say(f"{person} {verb} to the {place} {TIMES[t]}."))
-        since_question += 1
-        ready = [key for key in told if key[1] > 0 and (key[0], key[1] - 1) in told]
-        fresh = [key for key in ready if key not in asked]
-        last = len(told) == len(events)
-        if fresh and (since_question >= 2 or last) or last and ready:
-            person, t = (fresh or ready)[rng.randint(len(fresh or ready))]
-            asked.add((person, t))
-            (place, line), (before, before_line) = told[person, t], told[person, t - 1]
-            story.ask(f"Where was {person} before the {place}?", before, [line, before_line])
-            since_question = 0
-            if len(asked) == n_questions:
-                return
+            line_of[slot] = story.say(f"{person} {verb} to the {place} {TIMES[t]}.")
 
 
 # Task 17's shapes (Weston et al. 2015's released data) and the grid offset of each relation.
@@ -115,15 +127,13 @@ _OFFSETS = {"above": (0, 1), "below": (0, -1), "to the left of": (-1, 0),
             "to the right of": (1, 0)}
 
 
-def _holds(relation, a, b):
-    """Whether position ``a`` is ``relation`` position ``b`` (left of = smaller x, any y)."""
-    (ax, ay), (bx, by) = a, b
-    return {"above": ay > by, "below": ay < by, "to the left of": ax < bx,
-            "to the right of": ax > bx}[relation]
-
-
 def task_17(rng, story, people=None, n_questions=8, **_):
-    """Positional reasoning: two relations, questions about the pair they link (yes / no)."""
+    """Positional reasoning, as in Facebook's generator: two chained relations, 8 questions.
+
+    A question asks about any two of the three shapes (the directly told pairs too), along an
+    axis on which they differ, naming the relation that holds (yes) or its opposite (no), each
+    half the time; both statements support every answer.
+    """
     a, b, c = (SHAPES[i] for i in rng.permutation(len(SHAPES))[:3])
     relations = list(_OFFSETS)
     first = relations[rng.randint(4)]
@@ -131,17 +141,17 @@ def task_17(rng, story, people=None, n_questions=8, **_):
     position = {b: (0, 0)}
     position[a] = tuple(p + d for p, d in zip(position[b], _OFFSETS[first], strict=True))
     position[c] = tuple(p + d for p, d in zip(position[a], _OFFSETS[second], strict=True))
-    line_of = {b: story.say(f"The {a} is {first} the {b}."),
-               c: story.say(f"The {c} is {second} the {a}.")}
-    asked = set()
+    lines = [story.say(f"The {a} is {first} the {b}."), story.say(f"The {c} is {second} the {a}.")]
+    shapes = (a, b, c)
     for _ in range(n_questions):
-        answer = ("yes", "no")[rng.randint(2)]
-        options = [(x, r, y) for x, y in ((c, b), (b, c)) for r in relations
-                   if _holds(r, position[x], position[y]) == (answer == "yes")]
-        options = [o for o in options if o not in asked] or options  # prefer new questions
-        x, r, y = options[rng.randint(len(options))]
-        asked.add((x, r, y))
-        story.ask(f"Is the {x} {r} the {y}?", answer, [line_of[x], line_of[y]])
+        x, y = (shapes[i] for i in rng.permutation(3)[:2])
+        difference = [p - q for p, q in zip(position[x], position[y], strict=True)]
+        axes = [axis for axis in (0, 1) if difference[axis] != 0]
+        axis = axes[rng.randint(len(axes))]
+        truth = rng.randint(2) == 0
+        positive = (difference[axis] > 0) == truth
+        relation = (("to the left of", "to the right of"), ("below", "above"))[axis][positive]
+        story.ask(f"Is the {x} {relation} the {y}?", "yes" if truth else "no", lines)
 
 
 def _opposite(relation):
@@ -153,38 +163,57 @@ def _opposite(relation):
 SIZED_THINGS = ("box", "box of chocolates", "chocolate", "chest", "container", "suitcase")
 
 
-def task_18(rng, story, people=None, n_questions=5, **_):
-    """Size reasoning: ``fits inside`` / ``is bigger than`` facts; entailed questions (yes / no).
+def task_18(rng, story, people=None, n_questions=None, **_):
+    """Size reasoning, as in Facebook's generator: size facts, then every two-step question.
 
-    Sizes are a random order of :data:`SIZED_THINGS` per story (so only the facts tell them; the
-    task definition fixes no order); a question asks only about a pair whose order follows from
-    the facts told, preferring chains of two or more facts.
+    The chocolate is the smallest thing and the box of chocolates the next; the four containers
+    are bigger, in a random order per story. A story tells a chain of two facts and 2-7 more
+    (each keeping a pair whose shortest chain of facts is two long), shuffled, then asks about
+    every pair whose shortest chain is exactly two facts (``n_questions`` is not used), in a
+    random order and form, yes and no equally often.
     """
-    size = {thing: rank for rank, thing in zip(rng.permutation(6), SIZED_THINGS, strict=True)}
-    smaller = {}  # (small, big) -> line, the facts told
-    pairs = [(x, y) for x in SIZED_THINGS for y in SIZED_THINGS if size[x] < size[y]]
-    while story.questions < n_questions:
-        for _ in range(5 if not smaller else 1 + rng.randint(2)):
-            untold = [pair for pair in pairs if pair not in smaller] or pairs
-            small, big = untold[rng.randint(len(untold))]
-            if rng.rand() < 0.5:
-                smaller[small, big] = story.say(f"The {small} fits inside the {big}.")
-            else:
-                smaller[small, big] = story.say(f"The {big} is bigger than the {small}.")
-        chains = {pair: _chain(smaller, *pair) for pair in pairs}
-        known = [pair for pair, chain in chains.items() if chain]
-        long = [pair for pair in known if len(chains[pair]) > 1]
-        for _ in range(2):
-            pool = long if long and rng.rand() < 0.8 else known
-            small, big = pool[rng.randint(len(pool))]
-            support = chains[small, big]
-            x, y = (small, big) if rng.rand() < 0.5 else (big, small)
-            if rng.rand() < 0.5:
-                story.ask(f"Does the {x} fit in the {y}?", "yes" if x == small else "no",
-                          support)
-            else:
-                story.ask(f"Is the {x} bigger than the {y}?", "yes" if x == big else "no",
-                          support)
+    containers = [SIZED_THINGS[i] for i in (0, 3, 4, 5)]
+    order = [containers[i] for i in rng.permutation(4)] + ["box of chocolates", "chocolate"]
+    facts = {}  # (small, big) -> None until told; largest first in `order`
+    chain = sorted(rng.permutation(len(order))[:3])
+    for i, j in zip(chain[:-1], chain[1:], strict=True):
+        facts[order[j], order[i]] = None
+    for _ in range(2 + rng.randint(6)):
+        for _ in range(100):
+            i, j = sorted(rng.permutation(len(order))[:2])
+            pair = (order[j], order[i])
+            if pair in facts:
+                continue
+            facts[pair] = None
+            if _two_step_pairs(facts, order):
+                break
+            del facts[pair]
+    told = list(facts)
+    for k in rng.permutation(len(told)):
+        small, big = told[k]
+        if rng.rand() < 0.5:
+            facts[small, big] = story.say(f"The {small} fits inside the {big}.")
+        else:
+            facts[small, big] = story.say(f"The {big} is bigger than the {small}.")
+    pairs = _two_step_pairs(facts, order)
+    for k in rng.permutation(len(pairs)):
+        small, big = pairs[k]
+        support = _chain(facts, small, big)
+        form = rng.randint(4)
+        if form == 0:
+            story.ask(f"Is the {big} bigger than the {small}?", "yes", support)
+        elif form == 1:
+            story.ask(f"Does the {big} fit in the {small}?", "no", support)
+        elif form == 2:
+            story.ask(f"Is the {small} bigger than the {big}?", "no", support)
+        else:
+            story.ask(f"Does the {small} fit in the {big}?", "yes", support)
+
+
+def _two_step_pairs(facts, order):
+    """The (small, big) pairs whose shortest chain of ``facts`` is exactly two facts long."""
+    return [(small, big) for i, big in enumerate(order) for small in order[i + 1:]
+            if len(_chain(facts, small, big)) == 2]
 
 
 def _chain(smaller, small, big):

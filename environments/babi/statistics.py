@@ -16,26 +16,31 @@ from .vocabulary import Vocabulary
 # the released data's format): general knowledge, not measured here.
 STATED = {
     1: "1 supporting fact; 2 statements per question, 5 questions per story",
-    2: "2 supporting facts",
+    2: "2 supporting facts (the pick-up and the holder's move: only held objects are asked "
+       "about, as in Facebook's generator); at least 3 statements per question",
     3: "3 supporting facts (the pick-up and two moves of the carrier); long stories: the first "
        "question after dozens of statements, often more than 70 before a question (the "
        "authors' code keeps the last 130)",
     4: "2 statements, 1 question",
-    5: "who gave / received what; answers are names or objects",
+    5: "who gave / received what; answers are names or objects; at least 3 statements per "
+       "question",
     6: "answers yes / no",
-    7: "answers none / one / two / three, `one` the most frequent; supporting facts: the "
-       "person's pick-ups, drops and gives",
+    7: "answers none / one / two / three, `one` the most frequent, three rare (Facebook's "
+       "generator); a question after every 2 statements; supporting facts: the person's "
+       "pick-ups, drops and gives",
     8: "answers `nothing`, one object or a comma-joined list; supporting facts as in 7",
-    9: "answers yes / no, balanced; 2 statements per question, 5 questions per story",
-    10: "answers yes / no / maybe",
+    9: "answers yes / no (3/8 yes in Facebook's generator); 2 statements per question, 5 "
+       "questions per story",
+    10: "answers yes / no / maybe, mostly no (a random place of six is asked about)",
     11: "answers a place",
     12: "answers a place",
     13: "answers a place",
-    14: "times yesterday, this morning, this afternoon, this evening; answers a place",
+    14: "times yesterday, this morning, this afternoon, this evening; answers a place; 12 "
+        "statements, 5 questions",
     15: "8 statements: 4 `are afraid of`, 4 `is a`",
     16: "9 statements",
     17: "2 statements; answers yes / no",
-    18: "answers yes / no",
+    18: "answers yes / no; 2 supporting facts; all questions after the statements",
     19: "5 statements, 1 question; answers two comma-joined letters (`n,w`)",
     20: "answers a place or a motivation",
 }

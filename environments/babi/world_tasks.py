@@ -6,9 +6,7 @@ and objects. It is not the Facebook generator, so the vocabulary and phrasing fr
 a little from the released data.
 """
 
-import numpy as np
-
-from .world import LOCATIONS, MOVE_VERBS, OBJECTS, World
+from .world import DROP_VERBS, GIVE_VERBS, LOCATIONS, MOVE_VERBS, OBJECTS, PICK_VERBS, World
 
 # Pronouns for task 11; the new names' pronouns are an arbitrary fixed choice.
 _PRONOUNS = {"Mary": "she", "Sandra": "she", "John": "he", "Daniel": "he", "Alex": "he",
@@ -26,18 +24,123 @@ def task_1(rng, story, people, n_questions=5, **_):
         story.ask(f"Where is {person}?", location, [line])
 
 
-def task_2(rng, story, people, n_questions=5, statements_per_question=6, **_):
-    world = World(rng, people)
-    for p in people:
-        world.move(story, p)
+# Where people and objects start in Facebook's world (world_basic), unseen until a move or a
+# pick-up tells it; a person of another name starts where the person in that position would.
+_STARTS = {"John": "kitchen", "Mary": "bedroom", "Sandra": "garden", "Daniel": "hallway"}
+_OBJECT_STARTS = {"apple": "kitchen", "football": "garden", "milk": "kitchen"}
+
+
+class _UnseenWorld:
+    """The world of Facebook's tasks 2, 3, 7 and 8: people and objects start in unseen places.
+
+    Only moves tell where someone is; a pick-up needs the person where the object lies (in the
+    simulated world, whether or not the story told it). ``act`` tells one action of a family
+    drawn from ``families`` (``"move"``, ``"getdrop"``: a pick-up or a drop, ``"give"``),
+    uniformly among the family's possible actions; a family with none is drawn again.
+    """
+
+    def __init__(self, rng, people):
+        self.rng = rng
+        self.people = list(people)
+        starts = list(_STARTS.values())
+        self.at = {p: _STARTS.get(p, starts[i % len(starts)])  # true places
+                   for i, p in enumerate(people)}
+        self.lies = dict(_OBJECT_STARTS)  # object -> place, while on the floor
+        self.holder = {}  # object -> (person, pick-up or give line)
+        self.seen = {}  # person -> (place, line of the latest move)
+        self.carrying = {p: [] for p in people}  # in pick-up order
+        self.dropped = {}  # object -> (place or None if unseen, drop line, move line)
+
+    def choice(self, seq):
+        return seq[self.rng.randint(len(seq))]
+
+    def _options(self, family):
+        if family == "move":
+            return [("move", p, loc) for p in self.people for loc in LOCATIONS
+                    if loc != self.at[p]]
+        if family == "getdrop":
+            return ([("get", p, o) for p in self.people for o in OBJECTS
+                     if o in self.lies and self.lies[o] == self.at[p]]
+                    + [("drop", p, o) for p in self.people for o in self.carrying[p]])
+        return [("give", p, o, q) for p in self.people for o in self.carrying[p]
+                for q in self.people if q != p and self.at[q] == self.at[p]]
+
+    def act(self, story, families):
+        """Tells one action; returns it as ``(kind, person, ...)`` with its line appended."""
+        options = []
+        while not options:
+            options = self._options(self.choice(families))
+        action = self.choice(options)
+        kind, person = action[:2]
+        if kind == "move":
+            line = story.say(f"{person} {self.choice(MOVE_VERBS)} to the {action[2]}.")
+            self.at[person] = action[2]
+            self.seen[person] = (action[2], line)
+        elif kind == "get":
+            obj = action[2]
+            there = " there" if self.rng.rand() < 0.5 else ""
+            line = story.say(f"{person} {self.choice(PICK_VERBS)} the {obj}{there}.")
+            del self.lies[obj]
+            self.dropped.pop(obj, None)
+            self.holder[obj] = (person, line)
+            self.carrying[person].append(obj)
+        elif kind == "drop":
+            obj = action[2]
+            line = story.say(f"{person} {self.choice(DROP_VERBS)} the {obj}.")
+            self.carrying[person].remove(obj)
+            del self.holder[obj]
+            self.lies[obj] = self.at[person]
+            place, move_line = self.seen.get(person, (None, None))
+            self.dropped[obj] = (place, line, move_line)
+        else:
+            obj, receiver = action[2], action[3]
+            line = story.say(f"{person} {self.choice(GIVE_VERBS)} the {obj} to {receiver}.")
+            self.carrying[person].remove(obj)
+            self.carrying[receiver].append(obj)
+            self.holder[obj] = (receiver, line)
+        return action + (line,)
+
+    def known_place(self, obj):
+        """(place, support lines) of an object as the story tells it so far, or None."""
+        if obj in self.holder:
+            person, line = self.holder[obj]
+            if person in self.seen:
+                place, move_line = self.seen[person]
+                return place, {line, move_line}
+            return None
+        if obj in self.dropped and self.dropped[obj][0] is not None:
+            place, line, move_line = self.dropped[obj]
+            return place, {line, move_line}
+        return None
+
+
+def _wait_for_question(rng, since, at_least):
+    """Facebook's tasks 2 and 3: after ``at_least`` statements, each one may be followed by a
+    question with probability 1/2."""
+    return since >= at_least and rng.rand() < 0.5
+
+
+def task_2(rng, story, people, n_questions=5, statements_per_question=3, **_):
+    """Two supporting facts, as in Facebook's generator (WhereIsObject).
+
+    Moves (a third of the statements), pick-ups and drops; after ``statements_per_question``
+    statements, each statement is followed by a question with probability 1/2 when some object
+    is held by someone whose place is told: the question asks where such an object is (the
+    pick-up and the holder's latest move). Objects lying on the floor are not asked about.
+    """
+    world = _UnseenWorld(rng, people)
+    since = 0
     while story.questions < n_questions:
-        for _ in range(1 + rng.randint(statements_per_question)):
-            world.random_action(story)
-        known = [o for o in OBJECTS if world.object_location(o) is not None]
-        if known:
-            obj = world.choice(known)
-            location, support = world.object_location(obj)
-            story.ask(f"Where is the {obj}?", location, support)
+        world.act(story, ("getdrop", "getdrop", "move"))
+        since += 1
+        if not _wait_for_question(rng, since, statements_per_question):
+            continue
+        held = [o for o in OBJECTS if o in world.holder and world.known_place(o)]
+        if held:
+            obj = world.choice(held)
+            place, support = world.known_place(obj)
+            story.ask(f"Where is the {obj}?", place, sorted(support, reverse=True))
+            since = 0
 
 
 def task_3(rng, story, people, n_questions=5, statements_per_question=4,
@@ -47,7 +150,9 @@ def task_3(rng, story, people, n_questions=5, statements_per_question=4,
     As in the released data, a story tells ``first_question_after`` (a range) statements before
     its first question, so that the three facts (the pick-up and the two moves of its carrier)
     are spread over many sentences, and then asks every 1 to ``statements_per_question``
-    statements. Only places the object entered once are asked about (unambiguous).
+    statements. As in Facebook's generator, a question asks about an object's latest move (where
+    it was before the place it is in now); only places the object entered once are asked about
+    (unambiguous) and only moves by one carrier (three facts, as in the released data).
     """
     world = World(rng, people)
     for p in people:
@@ -59,13 +164,13 @@ def task_3(rng, story, people, n_questions=5, statements_per_question=4,
         candidates = []
         for obj, history in world.history.items():
             locations = [loc for loc, _ in history]
-            for i in range(1, len(history)):
-                # The same carrier from the place before into the place: exactly three facts.
-                if locations.count(locations[i]) == 1 and history[i][1][0] == history[i - 1][1][0]:
-                    candidates.append((obj, i))
+            i = len(history) - 1  # the latest move, as in Facebook's generator
+            # The same carrier from the place before into the place: exactly three facts.
+            if i > 0 and locations.count(locations[i]) == 1 \
+                    and history[i][1][0] == history[i - 1][1][0]:
+                candidates.append((obj, i))
         if candidates:
-            # The latest transitions more often: the released questions follow the action.
-            obj, i = candidates[-1] if rng.rand() < 0.5 else world.choice(candidates)
+            obj, i = world.choice(candidates)
             history = world.history[obj]
             support = sorted(set(history[i][1]) | set(history[i - 1][1]), reverse=True)
             story.ask(f"Where was the {obj} before the {history[i][0]}?", history[i - 1][0],
@@ -82,57 +187,81 @@ def task_3(rng, story, people, n_questions=5, statements_per_question=4,
 THREE_ARGUMENT_PEOPLE = ("Bill", "Fred", "Jeff", "Mary")
 
 
-def task_5(rng, story, people=None, n_questions=5, statements_per_question=3, **_):
-    """Three-argument relations: who gave what to whom; the latest matching transfer counts."""
+def task_5(rng, story, people=None, n_questions=5, **_):
+    """Three-argument relations: segments of moves, pick-ups and gives, each ended by a give.
+
+    As in Facebook's generator, every action is a move, a pick-up or a give (equally likely,
+    among those possible; people and objects start in unseen places), a segment ends with the
+    first give after at least three statements, its statements are told in a random order and
+    the question asks about that last give. The told order is redrawn (or kept) when the
+    question would otherwise be ambiguous in the text.
+    """
     people = THREE_ARGUMENT_PEOPLE
-    world = World(rng, people)
-    for p in people:
-        world.move(story, p)
+    at = {p: LOCATIONS[rng.randint(len(LOCATIONS))] for p in people}
+    lies = {o: LOCATIONS[rng.randint(len(LOCATIONS))] for o in OBJECTS}  # object -> place
+    holder = {}  # object -> person
+    transfers = []  # (giver, object, receiver) in told order
     while story.questions < n_questions:
-        for _ in range(rng.randint(statements_per_question + 1)):
-            world.random_action(story, allow_give=True)
-        _give_something(world, story)
-        # Mostly the transfer just told, sometimes an earlier one (Weston et al. ask both).
-        giver, obj, receiver, _ = (world.transfers[-1] if rng.rand() < 0.7
-                                   else world.choice(world.transfers))
-        kind = rng.randint(5)
-        if kind == 0:
-            question, key, answer = f"What did {giver} give to {receiver}?", (0, 2), 1
-        elif kind == 1:
-            question, key, answer = f"Who gave the {obj} to {receiver}?", (1, 2), 0
-        elif kind == 2:
-            question, key, answer = f"Who gave the {obj}?", (1,), 0
-        elif kind == 3:
-            question, key, answer = f"Who received the {obj}?", (1,), 2
-        else:
-            question, key, answer = f"Who did {giver} give the {obj} to?", (0, 1), 2
-        asked = (giver, obj, receiver)
-        latest = [t for t in world.transfers if all(t[k] == asked[k] for k in key)][-1]
-        story.ask(question, latest[answer], [latest[3]])
+        segment, give = [], None  # [(text, transfer or None)]
+        while give is None or len(segment) < 3:
+            give = None
+            options = {
+                "move": [(p, loc) for p in people for loc in LOCATIONS if loc != at[p]],
+                "get": [(p, o) for p in people for o in OBJECTS
+                        if o not in holder and lies[o] == at[p]],
+                "give": [(p, o, q) for o, p in holder.items() for q in people
+                         if q != p and at[q] == at[p]],
+            }
+            action = ("move", "get", "give")[rng.randint(3)]
+            while not options[action]:
+                action = ("move", "get", "give")[rng.randint(3)]
+            chosen = options[action][rng.randint(len(options[action]))]
+            if action == "move":
+                at[chosen[0]] = chosen[1]
+                verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
+                segment.append((f"{chosen[0]} {verb} to the {chosen[1]}.", None))
+            elif action == "get":
+                holder[chosen[1]] = chosen[0]
+                there = " there" if rng.rand() < 0.5 else ""
+                verb = PICK_VERBS[rng.randint(len(PICK_VERBS))]
+                segment.append((f"{chosen[0]} {verb} the {chosen[1]}{there}.", None))
+            else:
+                giver, obj, receiver = give = chosen
+                holder[obj] = receiver
+                verb = GIVE_VERBS[rng.randint(len(GIVE_VERBS))]
+                segment.append((f"{giver} {verb} the {obj} to {receiver}.", give))
+        for attempt in range(4):
+            order = rng.permutation(len(segment)) if attempt < 3 else range(len(segment))
+            told = transfers + [segment[i][1] for i in order if segment[i][1]]
+            kinds = [k for k in range(5) if _latest_transfer(told, give, k) == len(told) - 1
+                     - told[::-1].index(give)]
+            if kinds:
+                break
+        line_of_give = None
+        for i in order:
+            line = story.say(segment[i][0])
+            if segment[i][1] == give:
+                line_of_give = line
+        transfers = told
+        giver, obj, receiver = give
+        question, answer = (
+            (f"What did {giver} give to {receiver}?", obj),
+            (f"Who gave the {obj} to {receiver}?", giver),
+            (f"Who gave the {obj}?", giver),
+            (f"Who received the {obj}?", receiver),
+            (f"Who did {giver} give the {obj} to?", receiver),
+        )[kinds[rng.randint(len(kinds))]]
+        story.ask(question, answer, [line_of_give])
 
 
-def _give_something(world, story):
-    """Tells a transfer: someone picks an object up and someone joins them first if needed."""
-    holders = [(p, o) for p in world.people for o in world.carrying[p]]
-    free = [o for o in OBJECTS if o not in world.holder]
-    if free and (not holders or world.rng.rand() < 0.3):
-        obj = world.choice(free)
-        if obj in world.place:  # dropped: someone must be (or go) where it lies
-            there = [p for p in world.people if world.location[p][0] == world.place[obj][0]]
-            picker = world.choice(there or world.people)
-            if not there:
-                world.move(story, picker, location=world.place[obj][0])
-        else:
-            picker = world.choice(world.people)
-        world.pick(story, picker, obj)
-        holders = [(picker, obj)]
-    giver, obj = world.choice(holders)
-    here = world.location[giver][0]
-    receivers = [p for p in world.people if p != giver and world.location[p][0] == here]
-    if not receivers:
-        receivers = [world.choice([p for p in world.people if p != giver])]
-        world.move(story, receivers[0], location=here)
-    world.give(story, giver, world.choice(receivers), obj)
+# The transfer fields a question kind of task 5 names (giver 0, object 1, receiver 2).
+_ASKED_FIELDS = ((0, 2), (1, 2), (1,), (1,), (0, 1))
+
+
+def _latest_transfer(transfers, give, kind):
+    """The index of the latest transfer that matches ``give`` in what question ``kind`` names."""
+    fields = _ASKED_FIELDS[kind]
+    return max(i for i, t in enumerate(transfers) if all(t[f] == give[f] for f in fields))
 
 
 def task_6(rng, story, people, n_questions=5, **_):
@@ -151,68 +280,42 @@ def task_6(rng, story, people, n_questions=5, **_):
             story.ask(f"Is {person} in the {other}?", "no", [line])
 
 
-# The shares of "how many objects" answers aimed at in tasks 7 and 8 (none, one, two, three): the
-# person asked about has handled an object, as in the released data, where a count of one is the
-# most frequent answer and two or three objects are carried often enough to be learnt.
-_CARRIED_SHARES = (0.3, 0.45, 0.2, 0.05)
+def _carry_task(rng, story, people, ask, n_questions=5, **_):
+    """Tasks 7 and 8 as in Facebook's generator (Counting, Listing).
 
-
-def _carry_action(world, story, events):
-    """A move, pick-up (most often), drop or give; records the object events per person."""
-    people = world.people
-    pickable = [(p, o) for p in people for o in OBJECTS
-                if o not in world.holder and (o not in world.place
-                                              or world.place[o][0] == world.location[p][0])]
-    holders = [(p, o) for p in people for o in world.carrying[p]]
-    gives = [(p, q, o) for p, o in holders for q in people
-             if q != p and world.location[q][0] == world.location[p][0]]
-    options = ["move"] * 2 + ["pick"] * 3 * bool(pickable) + ["drop"] * bool(holders) \
-        + ["give"] * 2 * bool(gives)
-    action = world.choice(options)
-    if action == "move":
-        world.move(story, world.choice(people))
-    elif action == "pick":
-        # Those who carry something pick up more: two or three objects in one hand are common.
-        weights = np.array([1.0 + 2.0 * len(world.carrying[p]) for p, _ in pickable])
-        person, obj = pickable[world.rng.choice(len(pickable), p=weights / weights.sum())]
-        world.pick(story, person, obj)
-        events[person].append(len(story.lines))
-    elif action == "drop":
-        person, obj = world.choice(holders)
-        world.drop(story, person, obj)
-        events[person].append(len(story.lines))
-    else:
-        giver, receiver, obj = world.choice(gives)
-        world.give(story, giver, receiver, obj)
-        events[giver].append(len(story.lines))
-        events[receiver].append(len(story.lines))
-
-
-def _carry_task(rng, story, people, ask, n_questions=5, statements_per_question=3):
-    """Tasks 7 and 8: the supporting facts are the asked person's pick-ups, drops and gives."""
-    world = World(rng, people)
-    for p in people:
-        world.move(story, p)
-    events = {p: [] for p in people}
+    Each statement is a pick-up or drop (half of them), a give or a move (a quarter each),
+    among those possible. The first question follows the first statement after the second
+    when someone has picked up, dropped or given something; then one follows every two
+    statements, ``n_questions`` in all. A question asks about a random person among those who
+    have picked up, dropped or given something; its supporting facts are that person's
+    pick-ups, drops and gives and the gives to them (Facebook's generator leaves the latter out,
+    though the answer needs them).
+    """
+    world = _UnseenWorld(rng, people)
+    events = {p: [] for p in people}  # person -> lines of their object events
+    actors = []  # those who picked up, dropped or gave, in the order first seen
+    told = 0
     while story.questions < n_questions:
-        for _ in range(1 + rng.randint(statements_per_question)):
-            _carry_action(world, story, events)
-        by_count = {}
-        for p in people:
-            if events[p]:
-                by_count.setdefault(len(world.carrying[p]), []).append(p)
-        if not by_count:
-            continue
-        counts = sorted(by_count)
-        weights = np.array([_CARRIED_SHARES[c] for c in counts])
-        count = counts[rng.choice(len(counts), p=weights / weights.sum())]
-        person = world.choice(by_count[count])
-        ask(story, person, world.carrying[person], events[person])
+        action = world.act(story, ("getdrop", "give", "move", "getdrop"))
+        told += 1
+        kind, person, line = action[0], action[1], action[-1]
+        if kind != "move":
+            events[person].append(line)
+            if person not in actors:
+                actors.append(person)
+            if kind == "give":
+                events[action[3]].append(line)
+        if actors and (told > 1 if story.questions == 0 else told % 2 == 0):
+            if story.questions == 0:
+                told = 0
+            person = world.choice(actors)
+            ask(story, person, world.carrying[person], events[person])
 
 
 def task_7(rng, story, people, n_questions=5, **_):
     def ask(story, person, carried, support):
-        story.ask(f"How many objects is {person} carrying?", _NUMBERS[len(carried)], support)
+        story.ask(f"How many objects is {person} carrying?", _NUMBERS[len(carried)],
+                  sorted(support))
 
     _carry_task(rng, story, people, ask, n_questions)
 
@@ -220,7 +323,7 @@ def task_7(rng, story, people, n_questions=5, **_):
 def task_8(rng, story, people, n_questions=5, **_):
     # Canonical answer order [A]: pickup order (the task description does not fix one).
     def ask(story, person, carried, support):
-        story.ask(f"What is {person} carrying?", ",".join(carried) or "nothing", support)
+        story.ask(f"What is {person} carrying?", ",".join(carried) or "nothing", sorted(support))
 
     _carry_task(rng, story, people, ask, n_questions)
 
@@ -230,37 +333,39 @@ def world_choice(rng, seq):
 
 
 def task_9(rng, story, people, n_questions=5, **_):
-    """Simple negation: ``X is not in the L.``, ``X is no longer in the L.``; yes / no, balanced."""
-    state = {}  # person -> (is_there, location, line)
+    """Simple negation, as in Facebook's generator: 2 statements and 1 question, 5 times.
+
+    A statement is a move (half of them, to a new place) or a statement about where someone
+    really is (unseen until told): ``X is in the L.`` (true place) or ``X is not / no longer in
+    the L.`` (another place), which moves nobody. The question asks about someone told of and the
+    place of their latest statement, or (half the time when that statement is affirmative)
+    another place: about 3/8 of the answers are yes.
+    """
+    where = {p: LOCATIONS[rng.randint(len(LOCATIONS))] for p in people}  # the true places
+    latest = {}  # person -> (location, is there, line), in the order people are first told of
     for _ in range(n_questions):
         for _ in range(2):
             person = people[rng.randint(len(people))]
-            location = LOCATIONS[rng.randint(len(LOCATIONS))]
-            kind = rng.randint(4)
-            if kind == 0:
-                line = story.say(f"{person} is not in the {location}.")
-            elif kind == 1:
-                line = story.say(f"{person} is no longer in the {location}.")
-            elif kind == 2:
-                line = story.say(f"{person} is in the {location}.")
-            else:
+            others = [loc for loc in LOCATIONS if loc != where[person]]
+            if rng.rand() < 0.5:
+                where[person] = others[rng.randint(len(others))]
                 verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
-                line = story.say(f"{person} {verb} to the {location}.")
-            state[person] = (kind >= 2, location, line)
-        # The answer first, so that yes and no are about equally frequent (the released data's
-        # yes/no tasks are balanced): yes a little more often when someone is known to be
-        # somewhere, since sometimes nobody is. A "no" asks about a negated or another place.
-        present = [p for p in state if state[p][0]]
-        if present and rng.rand() < 0.58:
-            person = present[rng.randint(len(present))]
-            there, location, line = state[person]
-            story.ask(f"Is {person} in the {location}?", "yes", [line])
-            continue
-        person = list(state)[rng.randint(len(state))]
-        there, location, line = state[person]
-        if there:
+                line = story.say(f"{person} {verb} to the {where[person]}.")
+                latest[person] = (where[person], True, line)
+            elif rng.rand() < 0.5:
+                line = story.say(f"{person} is in the {where[person]}.")
+                latest[person] = (where[person], True, line)
+            else:
+                location = others[rng.randint(len(others))]
+                negation = ("not", "no longer")[rng.randint(2)]
+                line = story.say(f"{person} is {negation} in the {location}.")
+                latest[person] = (location, False, line)
+        person = list(latest)[rng.randint(len(latest))]
+        location, there, line = latest[person]
+        if there and rng.rand() < 0.5:
             location = world_choice(rng, [loc for loc in LOCATIONS if loc != location])
-        story.ask(f"Is {person} in the {location}?", "no", [line])
+            there = False
+        story.ask(f"Is {person} in the {location}?", "yes" if there else "no", [line])
 
 
 # Task 10's people and places (Weston et al. 2015's released data).
@@ -269,32 +374,42 @@ INDEFINITE_PLACES = ("bedroom", "cinema", "kitchen", "office", "park", "school")
 
 
 def task_10(rng, story, people=None, n_questions=5, **_):
-    """Indefinite knowledge: ``X is either in the A or the B.``; yes / no / maybe answers."""
+    """Indefinite knowledge, as in Facebook's generator: 2 statements and 1 question, 5 times.
+
+    A statement is (equally likely) a move to a new place, ``X is in the L.`` (the true place) or
+    ``X is either in the A or the B.`` (two random places; it moves nobody and replaces what was
+    known unless it agrees with it: then the one place in both is known). The question asks
+    whether someone told of is in a random place of the six: mostly ``no``, ``maybe`` when the
+    place is one of two possible.
+    """
     people, places = INDEFINITE_PEOPLE, INDEFINITE_PLACES
-    known = {}  # person -> (possible places, line)
+    where = {p: places[rng.randint(len(places))] for p in people}  # the true places
+    known = {}  # person -> (possible places, support lines), in the order first told of
     for _ in range(n_questions):
         for _ in range(2):
             person = people[rng.randint(len(people))]
-            kind = rng.randint(4)  # half of the statements are indefinite
-            if kind < 2:
+            kind = rng.randint(3)
+            if kind == 0:
+                others = [p for p in places if p != where[person]]
+                where[person] = others[rng.randint(len(others))]
+                verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
+                known[person] = ({where[person]}, [story.say(f"{person} {verb} to the "
+                                                             f"{where[person]}.")])
+            elif kind == 1:
+                known[person] = ({where[person]}, [story.say(f"{person} is in the "
+                                                             f"{where[person]}.")])
+            else:
                 first, second = (places[i] for i in rng.permutation(len(places))[:2])
                 line = story.say(f"{person} is either in the {first} or the {second}.")
-                known[person] = ({first, second}, line)
-            else:
-                place = places[rng.randint(len(places))]
-                verb = "is in" if kind == 2 else MOVE_VERBS[rng.randint(len(MOVE_VERBS))] + " to"
-                known[person] = ({place}, story.say(f"{person} {verb} the {place}."))
-        # The answer first, among those possible now, so that yes, no and maybe are balanced.
-        pools = {"yes": [p for p in known if len(known[p][0]) == 1],
-                 "no": list(known), "maybe": [p for p in known if len(known[p][0]) == 2]}
-        answer = [a for a in pools if pools[a]][rng.randint(sum(map(bool, pools.values())))]
-        pool = pools[answer]
-        person = pool[rng.randint(len(pool))]
-        possible, line = known[person]
-        options = sorted(possible) if answer != "no" else [p for p in places
-                                                           if p not in possible]
-        place = options[rng.randint(len(options))]
-        story.ask(f"Is {person} in the {place}?", answer, [line])
+                before, support = known.get(person, (set(), []))
+                both = before & {first, second}
+                known[person] = (both, support + [line]) if len(both) == 1 else \
+                    ({first, second}, [line])
+        person = list(known)[rng.randint(len(known))]
+        place = places[rng.randint(len(places))]
+        possible, support = known[person]
+        answer = "no" if place not in possible else "yes" if len(possible) == 1 else "maybe"
+        story.ask(f"Is {person} in the {place}?", answer, sorted(support))
 
 
 _LINKS = ("Then", "Afterwards", "Following that", "After that")

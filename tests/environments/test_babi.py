@@ -133,12 +133,13 @@ def solve(example):
             holder[obj] = person
             place.pop(obj, None)
             carrying[person].append(obj)
-            located(obj, where[person])
+            if person in where:  # people start in unseen places (Facebook's generator)
+                located(obj, where[person])
         elif words[1] in DROP:
             person, obj = words[0], words[words.index("the") + 1]
             holder.pop(obj)
             carrying[person].remove(obj)
-            place[obj] = where[person]
+            place[obj] = where.get(person)
         elif words[1] in GIVE:
             giver, obj, receiver = words[0], words[3], words[5]
             carrying[giver].remove(obj)

@@ -72,12 +72,16 @@ def test_task_3_stories_are_long_with_three_facts_like_the_released_data():
 
 def test_counting_lists_and_negation_answers_are_spread_like_the_released_data():
     counting = _generated_statistics(7, 600)["answers_percent"]
-    assert set(counting) == {"none", "one", "two", "three"}
+    assert {"none", "one", "two"} <= set(counting) <= {"none", "one", "two", "three"}
+    # Facebook's Counting asks about anyone who has handled an object: `one` the most frequent,
+    # two objects at times (the apple and the milk start in the kitchen), three rarely.
     assert counting["one"] == max(counting.values())
-    assert 15 <= counting["none"] <= 40
-    assert counting["two"] >= 8 and counting["three"] >= 2
+    assert 25 <= counting["none"] <= 45
+    assert counting["two"] >= 5 and counting["three"] < 2
     lists = _generated_statistics(8, 600)["answers_percent"]
-    assert 15 <= lists["nothing"] <= 40
-    assert sum(share for answer, share in lists.items() if "," in answer) >= 10
+    assert 25 <= lists["nothing"] <= 45
+    assert sum(share for answer, share in lists.items() if "," in answer) >= 5
+    # Facebook's generator: the latest statement about the person is true 3/4 of the time, and
+    # then half of the questions ask about another place: 3/8 yes.
     negation = _generated_statistics(9, 600)["answers_percent"]
-    assert 42 <= negation["yes"] <= 58
+    assert 31 <= negation["yes"] <= 44

@@ -75,8 +75,9 @@ def solve_5(statements, q):
 def solve_10(statements, q):
     possible = {}
     for words in statements:
-        if "either" in words:  # X is either in the A or the B
-            possible[words[0]] = {words[5], words[-1]}
+        if "either" in words:  # X is either in the A or the B: what agrees with before, if one
+            both = possible.get(words[0], set()) & {words[5], words[-1]}
+            possible[words[0]] = both if len(both) == 1 else {words[5], words[-1]}
         else:  # X is in the L / X <moved> to the L
             possible[words[0]] = {words[-1]}
     person, place = q[1], q[-1]  # is X in the L
@@ -241,8 +242,8 @@ def test_story_shapes_follow_the_task_definitions():
     assert set(_shape(generated(19, 50))) == {"sssssq"}  # five facts, one question
     assert set(_shape(generated(17, 50))) == {"ss" + "q" * 8}  # two facts, eight questions
     assert set(_shape(generated(20, 50))) == {"sq" * 12}  # 4 people x 3 steps, each asked
-    for shape in _shape(generated(14, 50)):  # 2-4 events per person, told out of order
-        assert shape.endswith("q") and 8 <= shape.count("s") <= 16 and shape.count("q") <= 5
+    # Facebook's Time task: four statements, then a question after every two.
+    assert set(_shape(generated(14, 50))) == {"ssssq" + "ssq" * 4}
     for task in (5, 10):
         assert all(shape.endswith("q") and shape.count("q") == 5
                    for shape in _shape(generated(task, 50)))
@@ -251,9 +252,11 @@ def test_story_shapes_follow_the_task_definitions():
 def test_answer_kinds_and_balance():
     paths = _answers(19)
     assert all(re.fullmatch(r"[nsew],[nsew]", a) for a in paths) and len(paths) >= 10
+    # Task 10 asks about a random place of six (Facebook's generator): mostly no.
     maybe = _answers(10)
     assert set(maybe) == {"yes", "no", "maybe"}
-    assert min(maybe.values()) > 0.2 * sum(maybe.values())
+    total = sum(maybe.values())
+    assert maybe["no"] > 0.55 * total and 0.05 * total < maybe["maybe"] < 0.25 * total
     for task in (17, 18):
         yes_no = _answers(task, 100)
         assert set(yes_no) == {"yes", "no"}
@@ -266,6 +269,166 @@ def test_answer_kinds_and_balance():
     times = _answers(14)
     assert set(times) <= {"bedroom", "cinema", "kitchen", "office", "park", "school"}
     assert len(times) == 6
+
+
+def _segments(text):
+    """Per question: (the statements since the previous question, the question line)."""
+    found, since = [], []
+    for line in text.splitlines():
+        if line.startswith("1 "):
+            since = []
+        if "\t" in line:
+            found.append((since, line))
+            since = []
+        else:
+            since.append(line)
+    return found
+
+
+def test_task_5_asks_about_the_give_that_ends_a_segment_of_three_or_more_statements():
+    # Facebook's WhoWhatGave: moves, pick-ups and gives until a give after at least three
+    # statements; the segment is told shuffled and the question is about that give.
+    found = _segments(generated(5, 200))
+    sizes = collections.Counter(len(since) for since, _ in found)
+    assert min(sizes) >= 3 and max(sizes) > 6
+    last_is_give = 0
+    for since, question in found:
+        support = int(question.split("\t")[2])
+        told = {int(line.split(" ", 1)[0]): line for line in since}
+        assert support in told and set(told[support].split()) & GIVE  # a give of this segment
+        last_is_give += bool(set(since[-1].split()) & GIVE)
+    assert last_is_give < 0.8 * len(found)  # told in a random order
+    drops = [line for line in generated(5, 200).splitlines() if "dropped" in line]
+    assert not drops
+
+
+def test_task_9_and_10_tell_two_statements_per_question_about_true_places():
+    for task in (9, 10):
+        assert set(_shape(generated(task, 50))) == {"ssq" * 5}
+    # Task 9's negations and task 10's ``is in`` never contradict the story's own moves: after
+    # ``X went to the L``, ``X is not in the L`` is never told.
+    for task in (9, 10):
+        for statements, *_ in questions(generated(task, 200)):
+            last = {}
+            for i in sorted(statements):
+                words = statements[i]
+                if "to" in words and "either" not in words:
+                    last[words[0]] = words[-1]
+                elif "not" in words or "longer" in words:
+                    assert last.get(words[0]) != words[-1], words
+                elif "either" not in words and words[0] in last:
+                    assert last[words[0]] == words[-1], words
+    # Task 10's questions name any of the six places, so most of them are answered no, and
+    # an either-statement that agrees with what was known tells the one place in both.
+    agreeing = [q for _, q, _, support in questions(generated(10, 300))
+                if len(support) == 2]
+    assert agreeing
+
+
+def test_task_14_asks_about_consecutive_told_times_of_anyone_moved_twice():
+    gaps = 0
+    for statements, _, _, support in questions(generated(14, 200)):
+        times = sorted(TIME[w] for i in support for w in statements[i] if w in TIME)
+        assert len(times) == 2 and times[0] < times[1]
+        gaps += times[1] - times[0] > 1  # a time between, not told (yet), is allowed
+    assert gaps > 0
+
+
+def test_task_17_asks_about_any_two_shapes_along_an_axis_where_they_differ():
+    direct = 0
+    for statements, q, answer, support in questions(generated(17, 200)):
+        facts = [_relation(words) for words in statements.values()]
+        assert sorted(support) == sorted(statements)  # both statements support every answer
+        cut = next(i for i, w in enumerate(q) if w in ("above", "below", "to"))
+        x, relation, y = _relation(q[1:cut] + ["is"] + q[cut:])
+        direct += any({x, y} == {a, b} for a, _, b in facts)
+        if answer == "no":  # the opposite relation holds: the shapes differ along that axis
+            opposite = {"above": "below", "below": "above", "left": "right", "right": "left"}
+            flipped = [w if w not in opposite else opposite[w] for w in q]
+            assert solve_17(list(statements.values()), flipped) == "yes", q
+    assert direct > 0
+
+
+SIZE_ORDER = ("chocolate", "box of chocolates")
+
+
+def test_task_18_tells_the_facts_then_asks_every_two_step_pair():
+    text = generated(18, 200)
+    assert all(re.fullmatch("s{4,9}q+", shape) for shape in _shape(text))
+    for statements, _, _, support in questions(text):
+        assert len(support) == 2  # exactly two-step questions
+        for words in statements.values():  # the chocolate is the smallest, then its box
+            big = _thing(words[1:words.index("is")]) if "bigger" in words else \
+                _thing(after(words, "inside")[1:])
+            assert big != "chocolate"
+            small = _thing(after(words, "than")[1:]) if "bigger" in words else \
+                _thing(words[1:words.index("fits")])
+            assert big != "box of chocolates" or small == "chocolate"
+    shapes = _shape(text)
+    assert max(shape.count("q") for shape in shapes) > min(shape.count("q") for shape in shapes)
+
+
+PICK = {"picked", "got", "grabbed", "took"}
+DROP = {"dropped", "discarded", "put", "left"}
+
+
+def test_task_2_asks_where_a_held_object_is_after_three_or_more_statements():
+    # Facebook's WhereIsObject: after three statements, a question follows each statement with
+    # probability 1/2; it asks about an object someone holds whose place was told (the pick-up
+    # or give and the holder's latest move), never about an object lying on the floor.
+    found = _segments(generated(2, 200))
+    sizes = collections.Counter(len(since) for since, _ in found[1:])
+    assert min(sizes) >= 3 and max(sizes) > 6
+    assert all(len(question.split("\t")[2].split()) == 2 for _, question in found)
+    for statements, q, _, support in questions(generated(2, 200)):
+        obj = q[-1]
+        handled = [i for i in statements if obj in statements[i] and "to" not in statements[i]]
+        last = statements[max(handled)]
+        assert set(last) & (PICK | GIVE), (q, last)  # still held when asked
+        assert max(handled) in support
+
+
+def test_tasks_7_and_8_ask_every_two_statements_about_someone_who_handled_an_object():
+    # Facebook's Counting and Listing: the first question once someone has handled an object
+    # (after at least two statements), then one after every two statements, five in all.
+    for task in (7, 8):
+        shapes = _shape(generated(task, 100))
+        assert all(re.fullmatch(r"ss+q(ssq){4}", shape) for shape in shapes), shapes[:3]
+        assert len({shape for shape in shapes}) > 1
+        for statements, q, _, support in questions(generated(task, 100)):
+            person = q[2] if task == 8 else q[4]
+            handled = [i for i in statements if statements[i][0] == person
+                       and set(statements[i]) & (PICK | DROP | GIVE)]
+            assert handled and set(handled) <= set(support), (q, statements, support)
+
+
+def _object_places(told):
+    """Per object, the places it was told to be in, in order (repeats in a row merged)."""
+    where, carrying, places = {}, collections.defaultdict(list), collections.defaultdict(list)
+
+    def enter(obj, place):
+        if place and places[obj][-1:] != [place]:
+            places[obj].append(place)
+
+    for words in told:
+        if set(words) & PICK:
+            carrying[words[0]].append(after(words, "the")[0])
+            enter(after(words, "the")[0], where.get(words[0]))
+        elif set(words) & DROP:
+            carrying[words[0]].remove(after(words, "the")[0])
+        else:  # X <moved> to the L
+            where[words[0]] = words[-1]
+            for obj in carrying[words[0]]:
+                enter(obj, words[-1])
+    return places
+
+
+def test_task_3_asks_where_an_object_was_before_its_current_place():
+    # Facebook's WhereWasObject asks about an object's latest move: the place before the one
+    # it is in now.
+    for statements, q, answer, _ in questions(generated(3, 40)):
+        places = _object_places([statements[i] for i in sorted(statements)])[q[3]]
+        assert places[-2:] == [answer, q[-1]], (q, places)
 
 
 @pytest.mark.parametrize("task", babi.GENERATED_TASKS)
