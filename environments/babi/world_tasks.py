@@ -15,13 +15,36 @@ _NUMBERS = ("none", "one", "two", "three")
 
 
 def task_1(rng, story, people, n_questions=5, **_):
-    world = World(rng, people)
+    """Single supporting fact, as in Facebook's generator (WhereIsActor): 2 moves and 1
+    question, ``n_questions`` times.
+
+    A move takes a random person to a random place other than where they really are (people
+    start in Facebook's unseen places, `_STARTS`); the question asks where someone told of is
+    (their latest move is the supporting fact).
+    """
+    at, told = _start_places(people), {}
     for _ in range(n_questions):
         for _ in range(2):
-            world.move(story, world.choice(people))
-        person = world.choice(list(world.location))
-        location, line = world.location[person]
+            _teleport(rng, story, people, at, told)
+        person = list(told)[rng.randint(len(told))]
+        location, line = told[person]
         story.ask(f"Where is {person}?", location, [line])
+
+
+def _start_places(people):
+    """Where ``people`` really are before a story: Facebook's world's places, by name or (for
+    another name) by position."""
+    starts = list(_STARTS.values())
+    return {p: _STARTS.get(p, starts[i % len(starts)]) for i, p in enumerate(people)}
+
+
+def _teleport(rng, story, people, at, told):
+    """Facebook's teleport of tasks 1 and 6: a random person goes to a random other place."""
+    person = people[rng.randint(len(people))]
+    others = [loc for loc in LOCATIONS if loc != at[person]]
+    at[person] = others[rng.randint(len(others))]
+    verb = MOVE_VERBS[rng.randint(len(MOVE_VERBS))]
+    told[person] = (at[person], story.say(f"{person} {verb} to the {at[person]}."))
 
 
 # Where people and objects start in Facebook's world (world_basic), unseen until a move or a
@@ -265,18 +288,19 @@ def _latest_transfer(transfers, give, kind):
 
 
 def task_6(rng, story, people, n_questions=5, **_):
-    world = World(rng, people)
+    """Yes/no questions, as in Facebook's generator (IsActorThere): task 1's story (2 moves and
+    1 question, ``n_questions`` times); half of the questions name the asked person's told place
+    (yes), the others another of the six places (no)."""
+    at, told = _start_places(people), {}
     for _ in range(n_questions):
         for _ in range(2):
-            world.random_action(story)
-        if not world.location:
-            world.move(story, world.choice(people))
-        person = world.choice(list(world.location))
-        location, line = world.location[person]
+            _teleport(rng, story, people, at, told)
+        person = list(told)[rng.randint(len(told))]
+        location, line = told[person]
         if rng.rand() < 0.5:
             story.ask(f"Is {person} in the {location}?", "yes", [line])
         else:
-            other = world.choice([loc for loc in LOCATIONS if loc != location])
+            other = world_choice(rng, [loc for loc in LOCATIONS if loc != location])
             story.ask(f"Is {person} in the {other}?", "no", [line])
 
 

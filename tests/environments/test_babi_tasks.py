@@ -438,3 +438,28 @@ def test_every_task_is_deterministic_and_round_trips(task):
     assert text != babi.generate_task_text(task, 30, seed=2)
     examples = babi.parse_babi(text, task=task)
     assert len(examples) == 30 and all(ex.answer for ex in examples)
+
+
+STARTS = {"john": "kitchen", "mary": "bedroom", "sandra": "garden", "daniel": "hallway"}
+MOVE = {"moved", "went", "journeyed", "travelled"}
+
+
+def test_tasks_1_and_6_tell_two_moves_per_question_from_unseen_start_places():
+    # Facebook's WhereIsActor and IsActorThere: 2 teleports and 1 question, 5 times; a teleport
+    # takes someone to a place other than where they really are, and people start in the
+    # unseen places of Facebook's world, so nobody's first move is to their start place.
+    for task in (1, 6):
+        text = generated(task, 300)
+        assert set(_shape(text)) == {"ssq" * 5}
+        first_moves = collections.Counter()
+        for statements, q, _, support in questions(text):
+            assert all(set(words) & MOVE for words in statements.values())
+            person = q[1] if task == 6 else q[2]
+            told = [i for i in statements if statements[i][0] == person]
+            assert support == [max(told)]
+            first = statements[min(told)]
+            assert first[-1] != STARTS[person], first
+            first_moves[first[-1]] += 1
+        assert len(first_moves) == 6
+    yes_no = _answers(6, 300)
+    assert set(yes_no) == {"yes", "no"} and 0.45 < yes_no["yes"] / sum(yes_no.values()) < 0.55
