@@ -29,9 +29,15 @@ _DEDUCTION_NAMES = ("Gertrude", "Winona", "Jessica", "Emily")
 
 
 def task_15(rng, story, people=None, **_):
+    """Basic deduction, as in Facebook's generator (Deduction): 8 shuffled statements, then a
+    question about each of the four people, in a random order.
+
+    Each species is afraid of another (random) species; the four people are four different
+    species (a random assignment), so each question needs its own two facts.
+    """
     plural = list(_SPECIES)
     afraid = {s: plural[rng.choice([i for i in range(4) if plural[i] != s])] for s in plural}
-    kind = {n: plural[rng.randint(4)] for n in _DEDUCTION_NAMES}
+    kind = {n: plural[i] for n, i in zip(_DEDUCTION_NAMES, rng.permutation(4), strict=True)}
     statements = [("afraid", s) for s in plural] + [("is", n) for n in _DEDUCTION_NAMES]
     line_of = {}
     for i in rng.permutation(len(statements)):
@@ -41,8 +47,8 @@ def task_15(rng, story, people=None, **_):
         else:
             article = "an" if _SPECIES[kind[key]][0] in "aeiou" else "a"
             line_of[key] = story.say(f"{key} is {article} {_SPECIES[kind[key]]}.")
-    for _ in range(4):
-        name = _DEDUCTION_NAMES[rng.randint(4)]
+    for i in rng.permutation(len(_DEDUCTION_NAMES)):
+        name = _DEDUCTION_NAMES[i]
         story.ask(f"What is {name} afraid of?", _SPECIES[afraid[kind[name]]],
                   [line_of[name], line_of[kind[name]]])
 

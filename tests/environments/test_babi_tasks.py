@@ -463,3 +463,20 @@ def test_tasks_1_and_6_tell_two_moves_per_question_from_unseen_start_places():
         assert len(first_moves) == 6
     yes_no = _answers(6, 300)
     assert set(yes_no) == {"yes", "no"} and 0.45 < yes_no["yes"] / sum(yes_no.values()) < 0.55
+
+
+def test_task_15_asks_about_each_of_four_people_of_four_different_species():
+    # Facebook's Deduction: the four people are a random assignment of the four species, the
+    # eight statements are shuffled and each person is asked about once, in a random order.
+    text = generated(15, 200)
+    assert set(_shape(text)) == {"s" * 8 + "q" * 4}
+    orders = set()
+    found = questions(text)
+    for k in range(0, len(found), 4):
+        statements = found[k][0]
+        species = [words[-1] for words in statements.values() if "afraid" not in words]
+        assert len(species) == 4 and len(set(species)) == 4, species
+        asked = [q[2] for _, q, _, _ in found[k:k + 4]]
+        assert sorted(asked) == ["emily", "gertrude", "jessica", "winona"]
+        orders.add(tuple(asked))
+    assert len(orders) > 10
