@@ -59,19 +59,32 @@ _INDUCTION_NAMES = ("Lily", "Bernhard", "Greg", "Julius", "Brian")
 
 
 def task_16(rng, story, people=None, **_):
-    names = [_INDUCTION_NAMES[i] for i in rng.permutation(5)]
-    asked, others = names[-1], names[:-1]
-    colour = {a: _COLOURS[rng.randint(4)] for a in _ANIMALS}
-    animal = {n: _ANIMALS[rng.randint(4)] for n in names}
-    animal[others[rng.randint(4)]] = animal[asked]  # at least one witness of the same species
-    species_line, colour_line = {}, {}
-    for n in others:
-        species_line[n] = story.say(f"{n} is a {animal[n]}.")
-        colour_line[n] = story.say(f"{n} is {colour[animal[n]]}.")
-    asked_line = story.say(f"{asked} is a {animal[asked]}.")
-    witness = [n for n in others if animal[n] == animal[asked]][-1]
-    story.ask(f"What color is {asked}?", colour[animal[asked]],
-              [asked_line, species_line[witness], colour_line[witness]])
+    """Basic induction, as in Facebook's generator (Induction): 9 shuffled statements, then a
+    question.
+
+    The four species have four different colours (a random assignment); each of the five people
+    is a random species, and the asked person's species is drawn again until someone else is of
+    it. Every person's species is told and every colour but the asked person's; the supporting
+    facts are the asked person's species and the species and colour of everyone of that species.
+    """
+    colour = {a: _COLOURS[i] for a, i in zip(_ANIMALS, rng.permutation(4), strict=True)}
+    animal = {n: _ANIMALS[rng.randint(4)] for n in _INDUCTION_NAMES}
+    asked = _INDUCTION_NAMES[rng.randint(5)]
+    while not any(animal[n] == animal[asked] for n in _INDUCTION_NAMES if n != asked):
+        animal[asked] = _ANIMALS[rng.randint(4)]
+    statements = [("colour", n) for n in _INDUCTION_NAMES if n != asked] + \
+        [("species", n) for n in _INDUCTION_NAMES]
+    line_of = {}
+    for i in rng.permutation(len(statements)):
+        what, name = statements[i]
+        text = f"{name} is a {animal[name]}." if what == "species" else \
+            f"{name} is {colour[animal[name]]}."
+        line_of[what, name] = story.say(text)
+    support = [line_of["species", asked]]
+    for n in _INDUCTION_NAMES:
+        if n != asked and animal[n] == animal[asked]:
+            support += [line_of["species", n], line_of["colour", n]]
+    story.ask(f"What color is {asked}?", colour[animal[asked]], sorted(support))
 
 
 # Task 14's people, places and times (Weston et al. 2015's released data), in time order.

@@ -480,3 +480,27 @@ def test_task_15_asks_about_each_of_four_people_of_four_different_species():
         assert sorted(asked) == ["emily", "gertrude", "jessica", "winona"]
         orders.add(tuple(asked))
     assert len(orders) > 10
+
+
+def test_task_16_tells_nine_shuffled_facts_and_supports_with_every_witness():
+    # Facebook's Induction: the four species have four different colours; every person's
+    # species and every colour but the asked person's are told in a random order; the
+    # supporting facts are the asked person's species and those of everyone of that species.
+    text = generated(16, 300)
+    assert set(_shape(text)) == {"s" * 9 + "q"}
+    asked_last, witnesses = 0, collections.Counter()
+    for statements, q, answer, support in questions(text):
+        species = {w[0]: w[-1] for w in statements.values() if w[2:3] == ["a"]}
+        colours = {w[0]: w[-1] for w in statements.values() if w[2:3] != ["a"]}
+        person = q[3]
+        assert len(species) == 5 and len(colours) == 4 and person not in colours
+        colour_of = {species[n]: c for n, c in colours.items()}
+        assert all(colour_of[species[n]] == c for n, c in colours.items())
+        assert len(set(colour_of.values())) == len(colour_of)  # one colour per species
+        same = [n for n in colours if species[n] == species[person]]
+        told = {(w[0], w[2:3] == ["a"]): i for i, w in statements.items()}
+        expected = [told[person, True]] + [told[n, k] for n in same for k in (True, False)]
+        assert sorted(support) == sorted(expected) and answer == colour_of[species[person]]
+        asked_last += statements[max(statements)][0] == person
+        witnesses[len(same)] += 1
+    assert asked_last < 0.4 * sum(witnesses.values()) and len(witnesses) >= 3
