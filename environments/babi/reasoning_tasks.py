@@ -295,19 +295,21 @@ MOTIVATIONS = {"hungry": ("kitchen", "apple"), "thirsty": ("kitchen", "milk"),
 
 
 def task_20(rng, story, people=None, **_):
-    """Agent's motivations: ``X is hungry.`` then where X will go and why X went or got something.
+    """Agent's motivations, as in Facebook's generator (Motivations): ``X is hungry.`` then where
+    X will go and why X went or got something.
 
-    Each person's three steps (motivation, going, getting) are told in order, interleaved with the
-    others', each followed by its question; the names in questions are lower-case, as in the
-    released data.
+    The four people have the four motivations (a random assignment). Each statement is the next
+    of the three steps (motivation, going, getting) of a random person with steps left, so all
+    four people's steps interleave; each is followed by its question. The names in questions are
+    lower-case, as in the released data.
     """
-    names = [MOTIVATED_PEOPLE[i] for i in rng.permutation(4)]
+    names = list(MOTIVATED_PEOPLE)
     kinds = list(MOTIVATIONS)
-    motive = {name: kinds[rng.randint(4)] for name in names}
+    motive = {name: kinds[i] for name, i in zip(names, rng.permutation(4), strict=True)}
     step = dict.fromkeys(names, 0)
     reason_line = {}
     while any(s < 3 for s in step.values()):
-        waiting = [n for n in names if step[n] < 3][:2]  # at most two stories interleave
+        waiting = [n for n in names if step[n] < 3]
         name = waiting[rng.randint(len(waiting))]
         place, thing = MOTIVATIONS[motive[name]]
         lower = name.lower()

@@ -504,3 +504,27 @@ def test_task_16_tells_nine_shuffled_facts_and_supports_with_every_witness():
         asked_last += statements[max(statements)][0] == person
         witnesses[len(same)] += 1
     assert asked_last < 0.4 * sum(witnesses.values()) and len(witnesses) >= 3
+
+
+def _stories(text):
+    """Per story, its statements' texts (line ids and questions left out)."""
+    stories = []
+    for line in text.splitlines():
+        line_id, rest = line.split(" ", 1)
+        if line_id == "1":
+            stories.append([])
+        if "\t" not in rest:
+            stories[-1].append(rest)
+    return stories
+
+
+def test_task_20_gives_four_people_four_motivations_and_interleaves_them_all():
+    # Facebook's Motivations: a random assignment of the four motivations to the four people;
+    # each statement is the next step of a random person with steps left.
+    begun_before_first_finished = collections.Counter()
+    for lines in _stories(generated(20, 200)):
+        motives = [line.split()[-1].rstrip(".") for line in lines if " is " in line]
+        assert sorted(motives) == ["bored", "hungry", "thirsty", "tired"], lines
+        finished = next(i for i, line in enumerate(lines) if line.endswith("there."))
+        begun_before_first_finished[len({line.split()[0] for line in lines[:finished]})] += 1
+    assert max(begun_before_first_finished) >= 3
