@@ -12,16 +12,35 @@ _DIRECTIONS = {"north": "south", "south": "north", "east": "west", "west": "east
 
 
 def task_4(rng, story, people=None, **_):
-    l1, l2, l3 = (LOCATIONS[i] for i in rng.permutation(len(LOCATIONS))[:3])
-    d1, d2 = (list(_DIRECTIONS)[i] for i in rng.randint(4, size=2))
-    facts = [(l1, d1, l2), (l3, d2, l1)] if rng.rand() < 0.5 else [(l1, d1, l2), (l2, d2, l3)]
-    lines = [story.say(f"The {a} is {d} of the {b}.") for a, d, b in facts]
+    """Two-argument relations, as in Facebook's generator (IsDir): three places in a line.
+
+    The first place, the middle one and the last lie one step apart along north or east; the
+    two facts (first-middle, middle-last) are told in a random order, each phrased from either
+    end (``The B is north of the A.`` or ``The A is south of the B.``). The question asks about
+    the middle place and one of the others, in a direction drawn independently of how the fact
+    was phrased, so half the questions need the fact read the other way round.
+    """
+    first, middle, last = (LOCATIONS[i] for i in rng.permutation(len(LOCATIONS))[:3])
+    ahead = ("north", "east")[rng.randint(2)]
+    facts = [(middle, first), (last, middle)]  # (X, Y): X is `ahead` of Y
+    if rng.randint(2):
+        facts.reverse()
+    lines = []
+    for x, y in facts:
+        if rng.rand() < 0.5:
+            lines.append(story.say(f"The {x} is {ahead} of the {y}."))
+        else:
+            lines.append(story.say(f"The {y} is {_DIRECTIONS[ahead]} of the {x}."))
     k = rng.randint(2)
-    a, d, b = facts[k]
-    if rng.rand() < 0.5:
-        story.ask(f"What is {d} of the {b}?", a, [lines[k]])
+    x, y = facts[k]
+    if rng.randint(2):  # the same fact, read the other way round
+        x, y, direction = y, x, _DIRECTIONS[ahead]
     else:
-        story.ask(f"What is the {a} {d} of?", b, [lines[k]])
+        direction = ahead
+    if rng.rand() < 0.5:
+        story.ask(f"What is {direction} of the {y}?", x, [lines[k]])
+    else:
+        story.ask(f"What is the {x} {direction} of?", y, [lines[k]])
 
 
 _SPECIES = {"mice": "mouse", "sheep": "sheep", "wolves": "wolf", "cats": "cat"}

@@ -81,6 +81,7 @@ DROP = {"dropped", "discarded", "put", "left"}
 GIVE = {"gave", "handed", "passed"}
 SINGULAR = {"mice": "mouse", "sheep": "sheep", "wolves": "wolf", "cats": "cat"}
 COLOURS = {"white", "gray", "yellow", "green"}
+OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
 NUMBERS = ["none", "one", "two", "three"]
 
 
@@ -105,8 +106,9 @@ def solve(example):
         words = [w for w in s if w != "."]
         if "afraid" in words:
             afraid[words[0]] = SINGULAR[words[-1]]
-        elif words[:1] == ["the"] and "of" in words:
+        elif words[:1] == ["the"] and "of" in words:  # and the same fact read the other way
             relations.append((words[1], words[3], words[-1]))
+            relations.append((words[-1], OPPOSITE[words[3]], words[1]))
         elif len(words) == 4 and words[1:3] == ["is", "a"] and words[3] not in ("in",):
             kind[words[0]] = words[3]
         elif len(words) == 3 and words[1] == "is" and words[2] in COLOURS:

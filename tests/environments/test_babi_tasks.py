@@ -528,3 +528,31 @@ def test_task_20_gives_four_people_four_motivations_and_interleaves_them_all():
         finished = next(i for i, line in enumerate(lines) if line.endswith("there."))
         begun_before_first_finished[len({line.split()[0] for line in lines[:finished]})] += 1
     assert max(begun_before_first_finished) >= 3
+
+
+COMPASS = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+
+
+def test_task_4_places_three_rooms_in_a_line_and_asks_either_way_round():
+    # Facebook's IsDir: three places one step apart along one axis; the question is about the
+    # middle place and another, in a direction drawn apart from the fact's phrasing.
+    read_back = 0
+    found = questions(generated(4, 300))
+    for statements, q, answer, support in found:
+        facts = [(w[1], COMPASS[w[3]], w[-1]) for w in statements.values()]
+        (a, (dx, dy), b), (c, (ex, ey), d) = facts
+        assert (dx, dy) in {(ex, ey), (-ex, -ey)}  # one axis
+        position = {b: (0, 0), a: (dx, dy)}
+        if c in position:
+            position[d] = (position[c][0] - ex, position[c][1] - ey)
+        else:
+            position[c] = (position[d][0] + ex, position[d][1] + ey)
+        assert len(set(position.values())) == 3 and len(position) == 3  # a line, no clash
+        middle = next(p for p in position if all(
+            sum(abs(u - v) for u, v in zip(position[p], position[o], strict=True)) == 1
+            for o in position if o != p))
+        named = [w for w in q if w in position] + [answer]
+        assert middle in named
+        direction = next(w for w in q if w in COMPASS)
+        read_back += direction not in statements[support[0]]
+    assert 0.3 * len(found) < read_back < 0.7 * len(found)
