@@ -21,10 +21,10 @@ STATED = {
     3: "3 supporting facts (the pick-up and two moves of the carrier); long stories: the first "
        "question after dozens of statements, often more than 70 before a question (the "
        "authors' code keeps the last 130)",
-    4: "2 statements, 1 question",
+    4: "2 statements, 1 question; three places in a line (Facebook's IsDir)",
     5: "who gave / received what; answers are names or objects; at least 3 statements per "
        "question",
-    6: "answers yes / no",
+    6: "answers yes / no, half each; 2 moves per question, 5 questions per story",
     7: "answers none / one / two / three, `one` the most frequent, three rare (Facebook's "
        "generator); a question after every 2 statements; supporting facts: the person's "
        "pick-ups, drops and gives",
@@ -37,12 +37,14 @@ STATED = {
     13: "answers a place",
     14: "times yesterday, this morning, this afternoon, this evening; answers a place; 12 "
         "statements, 5 questions",
-    15: "8 statements: 4 `are afraid of`, 4 `is a`",
-    16: "9 statements",
+    15: "8 statements: 4 `are afraid of`, 4 `is a` (four different species); each of the "
+        "four people asked once",
+    16: "9 statements; supporting facts: the asked person's species and the species and "
+        "colour of everyone of it (Facebook's generator)",
     17: "2 statements; answers yes / no",
     18: "answers yes / no; 2 supporting facts; all questions after the statements",
     19: "5 statements, 1 question; answers two comma-joined letters (`n,w`)",
-    20: "answers a place or a motivation",
+    20: "answers a place or a motivation; the four people have the four motivations",
 }
 STATED_EVERY_TASK = ("9,000 / 1,000 / 1,000 questions per task (train / valid / test of "
                      "en-valid-10k); a joint vocabulary of roughly 150-250 words")
