@@ -197,6 +197,8 @@ def finished(root_dir, folders):
         if os.path.exists(path):
             with open(path) as f:
                 done[folder] = json.load(f)
+            if done[folder].get("data_sha256") is None:  # recorded before the hash existed
+                done[folder]["data_sha256"] = data_sha256(os.path.join(root_dir, folder, "data"))
     return done
 
 

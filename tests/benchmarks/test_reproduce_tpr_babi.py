@@ -204,6 +204,14 @@ def test_runs_on_an_earlier_generators_data_are_set_aside_and_run_again(tmp_path
     with open(os.path.join(root, "W+M+B", "task13", reproduce.RESULT)) as f:
         recorded = json.load(f)["data_sha256"]
     assert recorded == reproduce.current_data_sha256(13, sizes) is not None
+    # A result recorded before the hash existed gets it from its data folder in the results.
+    path = os.path.join(root, "W+M+B", "task13", reproduce.RESULT)
+    with open(path) as f:
+        record = json.load(f)
+    del record["data_sha256"]
+    with open(path, "w") as f:
+        json.dump(record, f)
+    assert reproduce.finished(root, ["W+M+B/task13"])["W+M+B/task13"]["data_sha256"] == recorded
     reproduce.run("table2", root, tasks=(13, 1), **sizes)
     assert trained == [13, 1]  # the same generator: kept
     # Task 13's stories from an earlier generator: set aside (not deleted) and run again.
