@@ -33,7 +33,7 @@ class Story:
 
 
 class World:
-    """People with locations, objects with holders or places (tasks 1-3, 6-8)."""
+    """People with locations, objects with holders or places (tasks 3 and 11-13)."""
 
     def __init__(self, rng, people):
         self.rng = rng
@@ -43,7 +43,6 @@ class World:
         self.place = {}  # object -> (location, drop line, support of the dropper's location)
         self.history = {o: [] for o in OBJECTS}  # object -> [(location, support lines)]
         self.carrying = {p: [] for p in people}  # person -> objects in pickup order
-        self.transfers = []  # (giver, object, receiver, line) of every give, in story order
 
     def choice(self, seq):
         return seq[self.rng.randint(len(seq))]
@@ -77,15 +76,8 @@ class World:
         self.carrying[person].remove(obj)
         self.place[obj] = (location, line, move_line)
 
-    def give(self, story, giver, receiver, obj):
-        line = story.say(f"{giver} {self.choice(GIVE_VERBS)} the {obj} to {receiver}.")
-        self.carrying[giver].remove(obj)
-        self.carrying[receiver].append(obj)
-        self.holder[obj] = (receiver, line)
-        self.transfers.append((giver, obj, receiver, line))
-
-    def random_action(self, story, allow_give=False):
-        """A move, pick-up, drop or (optionally) give that is legal in the current state."""
+    def random_action(self, story):
+        """A move, pick-up or drop that is legal in the current state."""
         options = ["move"] * 3
         located = [p for p in self.people if p in self.location]
         pickable = [
@@ -94,33 +86,14 @@ class World:
                                          or self.place[o][0] == self.location[p][0])
         ]
         holders = [(p, o) for p in located for o in self.carrying[p]]
-        gives = [
-            (p, q, o) for p, o in holders for q in located
-            if q != p and self.location[q][0] == self.location[p][0]
-        ]
         if pickable:
             options.append("pick")
         if holders:
             options.append("drop")
-        if allow_give and gives:
-            options += ["give", "give"]
         action = self.choice(options)
         if action == "move":
             self.move(story, self.choice(self.people))
         elif action == "pick":
             self.pick(story, *self.choice(pickable))
-        elif action == "drop":
-            self.drop(story, *self.choice(holders))
         else:
-            self.give(story, *self.choice(gives))
-
-    def object_location(self, obj):
-        """(location, support lines) of an object, or None if unknown."""
-        if obj in self.holder:
-            person, line = self.holder[obj]
-            location, move_line = self.location[person]
-            return location, sorted({line, move_line}, reverse=True)
-        if obj in self.place:
-            location, line, move_line = self.place[obj]
-            return location, sorted({line, move_line}, reverse=True)
-        return None
+            self.drop(story, *self.choice(holders))
