@@ -24,12 +24,24 @@ its last checkpoint, and both results files (``<output>.md``, the table the docs
 atomically after each cell, so a stopped reproduction loses at most the cell in progress. A run
 stopped by the time cap counts as finished; its batches are in the table. ``--table_only``
 rewrites the files from what has finished. Run directories are named by task, architecture,
-batches and seed, so runs of different lengths can share a ``root_dir``.
+batches and seed, so runs of different lengths can share a ``root_dir``. The table always lists
+the whole grid (every task and architecture of Table 1, or every combination), a cell not yet
+run as "not run", whatever part of it ``--tasks``, ``--centrals`` and ``--combinations`` train.
+
+Across sessions and machines: ``--session_minutes`` starts no new cell after that many minutes
+(the cell in progress finishes), and ``--resume_from=benchmarks/results/predinet_table1.json``
+writes the finished cells recorded in a results file back into ``root_dir`` first, so a machine
+without the run directories goes on with the cells not yet finished:
+
+    python -m benchmarks.reproduce_predinet --mode=table1 --root_dir=/tmp/predinet_table1 \
+        --resume_from=benchmarks/results/predinet_table1.json --session_minutes=120 \
+        --output=benchmarks/results/predinet_table1
 """
 
 import glob
 import json
 import os
+import platform
 import time
 
 from absl import app, flags
@@ -108,6 +120,8 @@ def load_results(root_dir):
     for path in sorted(glob.glob(os.path.join(root_dir, "*", "results.json"))):
         result = _read_json(path)
         result.update(_read_json(os.path.join(os.path.dirname(path), "meta.json"), {}))
+        result["curve"] = _read_json(os.path.join(os.path.dirname(path), "curve.json"), [])
+        result.setdefault("run_dir", os.path.basename(os.path.dirname(path)))
         if "task" in result and "combination" not in result:
             found.setdefault((result["task"], result["central"]), []).append(result)
     return found
@@ -121,6 +135,7 @@ def load_curricula(root_dir):
     for path in sorted(glob.glob(os.path.join(root_dir, "curriculum_*", "results.json"))):
         directory = os.path.dirname(path)
         cell = dict(_read_json(os.path.join(directory, "meta.json"), {}), stages={})
+        cell.setdefault("run_dir", os.path.basename(directory))
         for stage, result in _read_json(path).items():
             curve = _read_json(os.path.join(directory, stage, "curve.json"), [])
             cell["stages"][stage] = dict(result, curve=curve)
@@ -134,25 +149,69 @@ def _percent(result, object_set):
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
-def table1_markdown(results, tasks, centrals):
-    lines = ["| task | held-out set | architecture | ours (%) | batches | train min | "
-             "paper (%) |", "|---|---|---|---|---|---|---|"]
-    for task in tasks:
-        for object_set in ("hexominoes", "stripes"):
-            if (task, object_set) not in PAPER:
+def _load(run):
+    """The machine's 15-minute load average when the run ended ("?" for runs from before it was
+    recorded)."""
+    load = run.get("load_average")
+    return "?" if load is None else f"{load:.1f}"
+
+
+def _paper_mean(paper):
+    """The mean of a paper cell such as ``"96.1±0.66"`` (None for ``"n/a"``)."""
+    try:
+        return float(paper.split("±")[0])
+    except ValueError:
+        return None
+
+
+def table1_cells():
+    """Every (task, held-out set) of the paper's Table 1, in its order."""
+    return [(task, object_set) for task in TABLE1_TASKS
+            for object_set in ("hexominoes", "stripes") if (task, object_set) in PAPER]
+
+
+def table1_markdown(results, tasks=TABLE1_TASKS, centrals=CENTRALS):
+    """Table 1's rows for ``tasks`` x ``centrals`` (a row per run, "not run" for a missing cell),
+    then a summary: finished cells, PrediNet's cells within one point of the paper's mean and the
+    baselines' cells at the paper's 100,000 batches."""
+    lines = ["| task | held-out set | architecture | ours (%) | batches | train min | load | "
+             "paper (%) | ours − paper mean (points) |", "|---|---|---|---|---|---|---|---|---|"]
+    finished = within_one = predinet_cells = full_length = baseline_cells = total = 0
+    for task, object_set in table1_cells():
+        if task not in tasks:
+            continue
+        for central in centrals:
+            total += 1
+            paper = PAPER[(task, object_set)].get(central, "n/a")
+            runs = results.get((task, central), [])
+            if not runs:
+                lines.append(f"| {task} | {object_set} | {NAMES[central]} | not run | | | | "
+                             f"{paper} | |")
                 continue
-            for central in centrals:
-                paper = PAPER[(task, object_set)].get(central, "n/a")
-                runs = results.get((task, central), [])
-                if not runs:
-                    lines.append(f"| {task} | {object_set} | {NAMES[central]} | not run | | | "
-                                 f"{paper} |")
-                for run in runs:
-                    capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
-                    lines.append(
-                        f"| {task} | {object_set} | {NAMES[central]} | "
-                        f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
-                        f"{run.get('minutes', float('nan')):.1f} | {paper} |")
+            finished += 1
+            best = max(runs, key=lambda run: run["num_batches"])  # the row the summary counts
+            for run in runs:
+                capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
+                ours, mean = run.get(object_set), _paper_mean(paper)
+                difference = ("" if ours is None or mean is None
+                              else f"{100 * ours - mean:+.1f}")
+                lines.append(
+                    f"| {task} | {object_set} | {NAMES[central]} | "
+                    f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
+                    f"{run.get('minutes', float('nan')):.1f} | {_load(run)} | {paper} | "
+                    f"{difference} |")
+            mean = _paper_mean(paper)
+            if central == "predinet":
+                predinet_cells += 1
+                ours = best.get(object_set)
+                within_one += int(ours is not None and mean is not None
+                                  and abs(100 * ours - mean) <= 1.0)
+            else:
+                baseline_cells += 1
+                full_length += int(best["num_batches"] >= 100_000)
+    lines += ["", f"Finished: {finished} of {total} cells. PrediNet within one point of the "
+              f"paper's mean: {within_one} of {predinet_cells} finished cells. Baseline cells "
+              f"at the paper's 100,000 batches: {full_length} of {baseline_cells} finished."]
     return "\n".join(lines)
 
 
@@ -181,26 +240,32 @@ def curricula_markdown(results, combinations, centrals):
 
 
 def _settings_text(settings):
-    return (f"Ours: seeds {settings['seeds']}, SGD lr 0.01, batch 10, at most "
-            f"{settings['num_batches']:,} batches a run (a stage for the curricula) and "
-            f"{settings['max_minutes_per_cell']} training minutes a run (stage), "
+    return (f"Ours: one run a row, SGD lr 0.01, batch 10, "
             f"{settings['num_train_examples']:,} generated pentomino training images, accuracy on "
-            f"{settings['num_eval_examples']:,} generated held-out images per set; 'train min' is "
-            f"the wall time (training + evaluation) on a shared 2-core CPU. Paper: mean ± spread "
-            f"over 10 runs of 100,000 batches.")
+            f"{settings['num_eval_examples']:,} generated held-out images per set. A run (a stage "
+            f"for the curricula) ends after its batches or at the first evaluation past its time "
+            f"cap (\"time cap\"); each run's seed, cap and held-out curve are in the JSON file. "
+            f"'train min' is the run's wall time (training + evaluation) on its machine (in "
+            f"the JSON file; this file was written on {_machine()}); 'load' is the machine's "
+            f"15-minute load average when the run ended (above the core count, the run shared "
+            f"the cores). Paper: mean ± spread over 10 runs of 100,000 batches.")
 
 
-def write_results(output, mode, root_dir, names, centrals, settings, command=None):
+def _machine():
+    return f"a {os.cpu_count()}-core CPU ({platform.machine()})"
+
+
+def write_results(output, mode, root_dir, settings, command=None):
     """Rewrites ``<output>.md`` and ``<output>.json`` from the finished runs (atomically)."""
     if mode == "table1":
         results = load_results(root_dir)
-        table = table1_markdown(results, names, centrals)
+        table = table1_markdown(results)
         runs = [dict(run, task=task, central=central)
                 for (task, central), found in sorted(results.items()) for run in found]
         title = "Relations Game, Table 1 (Shanahan et al. 2020)."
     else:
         results = load_curricula(root_dir)
-        table = curricula_markdown(results, names, centrals)
+        table = curricula_markdown(results, tuple(COMBINATIONS), CENTRALS)
         runs = [cell for _, found in sorted(results.items()) for cell in found]
         title = ("Relations Game, transfer curricula (Shanahan et al. 2020, Figs. 4-5, S13): "
                  "final held-out stripes accuracy of each stage.")
@@ -212,11 +277,63 @@ def write_results(output, mode, root_dir, names, centrals, settings, command=Non
     return text
 
 
+def restore_finished(root_dir, results_file, mode):
+    """Writes the finished runs of a results file (``<output>.json``) back into ``root_dir``.
+
+    A run directory that already has its ``results.json`` keeps it. Returns the directories
+    restored (their base names).
+
+    Raises:
+        ValueError: naming ``resume_from`` when the file is not a results file of ``mode``
+            written by this script.
+    """
+    try:
+        with open(results_file) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"`resume_from`: expected a results file written by this script "
+                         f"(<output>.json), received {results_file!r} ({error}).") from None
+    found = data.get("mode") if isinstance(data, dict) else None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if found != mode or not isinstance(runs, list):
+        raise ValueError(f"`resume_from`: expected a results file of --mode={mode}, received "
+                         f"{results_file!r} (mode {found!r}).")
+    restored = []
+    for record in runs:
+        name = record.get("run_dir") if isinstance(record, dict) else None
+        if not name or os.path.basename(name) != name:
+            raise ValueError(f"`resume_from`: expected every run of {results_file!r} to name its "
+                             f"run directory (\"run_dir\"), received {str(record)[:200]!r}.")
+        directory = os.path.join(root_dir, name)
+        if os.path.exists(os.path.join(directory, "results.json")):
+            continue
+        os.makedirs(directory, exist_ok=True)
+        if mode == "table1":
+            result = {k: v for k, v in record.items() if k != "curve"}
+            json_files.write_json(os.path.join(directory, "curve.json"), record.get("curve", []))
+        else:
+            result = {}
+            for stage, stage_result in record["stages"].items():
+                os.makedirs(os.path.join(directory, stage), exist_ok=True)
+                json_files.write_json(os.path.join(directory, stage, "curve.json"),
+                                      stage_result.get("curve", []))
+                result[stage] = {k: v for k, v in stage_result.items() if k != "curve"}
+            meta = {k: v for k, v in record.items() if k != "stages"}
+            json_files.write_json(os.path.join(directory, "meta.json"), meta, indent=2)
+        # results.json last: a kill before it leaves a directory the next run trains again.
+        json_files.write_json(os.path.join(directory, "results.json"), result, indent=2)
+        restored.append(name)
+    return restored
+
+
 def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         combinations=tuple(COMBINATIONS), centrals=CENTRALS, seeds=(0,), num_batches=100_000,
         max_minutes_per_cell=15.0, num_train_examples=50_000, num_eval_examples=5_000,
-        eval_interval=5_000, output=None, table_only=False, command=None, **train_kwargs):
+        eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
+        **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
+
+    ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
 
     ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
@@ -227,6 +344,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     settings = dict(seeds=list(seeds), num_batches=num_batches,
                     max_minutes_per_cell=max_minutes_per_cell,
                     num_train_examples=num_train_examples, num_eval_examples=num_eval_examples)
+    session_start = time.time()
     if not table_only:
         from keras_relational.experiments import relations_game_lib as lib
 
@@ -245,6 +363,11 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                         protocol = {"task": target, "curriculum_task": curriculum}
                     if os.path.exists(os.path.join(directory, "results.json")):
                         continue
+                    if (session_minutes is not None
+                            and time.time() - session_start > 60.0 * session_minutes):
+                        print(f"--session_minutes={session_minutes:g} passed: not starting "
+                              f"{os.path.basename(directory)}", flush=True)
+                        continue
                     print(f"== {mode} cell {meta}", flush=True)
                     start = time.time()
                     lib.train_eval(
@@ -254,9 +377,13 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                         seed=seed, export=False, time_limit_s=60.0 * max_minutes_per_cell,
                         **protocol, **train_kwargs)
                     meta["minutes"] = (time.time() - start) / 60.0
+                    meta["max_minutes_per_cell"] = max_minutes_per_cell
+                    meta["load_average"] = os.getloadavg()[2]
+                    meta["machine"] = _machine()
+                    meta["run_dir"] = os.path.basename(directory)  # for --resume_from
                     json_files.write_json(os.path.join(directory, "meta.json"), meta, indent=2)
-                    write_results(output, mode, root_dir, names, centrals, settings, command)
-    text = write_results(output, mode, root_dir, names, centrals, settings, command)
+                    write_results(output, mode, root_dir, settings, command)
+    text = write_results(output, mode, root_dir, settings, command)
     print("\n" + text, flush=True)
     return text
 
@@ -277,6 +404,11 @@ def define_flags():
     flags.DEFINE_integer("eval_interval", 5_000, "Batches between held-out evaluations (also the "
                          "granularity of the time cap and of the curves).")
     flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
+    flags.DEFINE_float("session_minutes", None, "Start no new cell after this many minutes (the "
+                       "cell in progress finishes).", lower_bound=0.0)
+    flags.DEFINE_string("resume_from", None, "A results file of this script (<output>.json) "
+                        "whose finished runs are written into --root_dir first (a machine "
+                        "without the run directories goes on from there).")
     flags.DEFINE_string("output", None, "Results path without extension: <output>.md (the docs' "
                         "table) and <output>.json, e.g. benchmarks/results/predinet_table1.")
 
@@ -296,12 +428,16 @@ def main(argv):
         if name not in CENTRALS:
             raise ValueError(f"`--centrals`: expected names from {list(CENTRALS)}, received "
                              f"{name!r}.")
+    if FLAGS.resume_from:
+        restored = restore_finished(FLAGS.root_dir, FLAGS.resume_from, FLAGS.mode)
+        print(f"--resume_from: {len(restored)} finished run(s) restored into {FLAGS.root_dir}")
     run(mode=FLAGS.mode, root_dir=FLAGS.root_dir, tasks=FLAGS.tasks,
         combinations=FLAGS.combinations, centrals=FLAGS.centrals,
         seeds=[int(s) for s in FLAGS.seeds], num_batches=FLAGS.num_batches,
         max_minutes_per_cell=FLAGS.max_minutes_per_cell,
         num_train_examples=FLAGS.num_train_examples, num_eval_examples=FLAGS.num_eval_examples,
-        eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only)
+        eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only,
+        session_minutes=FLAGS.session_minutes)
 
 
 if __name__ == "__main__":

@@ -59,3 +59,85 @@ def test_curricula_mode_and_time_cap(tmp_path):
         assert stage["stopped_by_time_limit"] and stage["num_batches"] == 1
         assert [point["batch"] for point in stage["curve"]] == [1]
         assert 0.0 <= stage["curve"][0]["stripes"] <= 1.0
+
+
+def _table_lines(text):
+    return [line for line in text.splitlines() if line.startswith("| ")]
+
+
+@pytest.mark.slow
+def test_resume_from_a_results_file_on_a_machine_without_the_runs(tmp_path, capsys):
+    output = str(tmp_path / "results" / "table1")
+    first = reproduce.run("table1", str(tmp_path / "first"), tasks=("same",), centrals=("mlp1",),
+                          output=output, command="pytest tiny", **dict(TINY, central_kwargs=None))
+    # The whole grid is listed, the missing cells as "not run".
+    assert "| same | hexominoes | MLP1 | not run" not in first
+    assert "| xoccurs | stripes | PrediNet | not run | | | | 95.5±1.01 | |" in first
+    assert "Finished: 2 of 45 cells." in first
+    # A fresh root_dir: the finished cell comes back from the JSON file and is not trained again.
+    fresh = str(tmp_path / "fresh")
+    restored = reproduce.restore_finished(fresh, output + ".json", "table1")
+    assert restored == [os.path.basename(reproduce.run_dir(fresh, "same", "mlp1", 2, 0))]
+    capsys.readouterr()
+    again = reproduce.run("table1", fresh, tasks=("same",), centrals=("mlp1",), output=output,
+                          command="pytest tiny", **dict(TINY, central_kwargs=None))
+    assert "== table1 cell" not in capsys.readouterr().out
+    assert _table_lines(again) == _table_lines(first)
+    with open(output + ".json") as f:
+        (record,) = json.load(f)["runs"]
+    assert [point["batch"] for point in record["curve"]] == [1, 2]  # the curve came back too
+    # Restoring again keeps what is there.
+    assert reproduce.restore_finished(fresh, output + ".json", "table1") == []
+
+
+@pytest.mark.slow
+def test_resume_from_restores_curricula_cells(tmp_path, capsys):
+    output = str(tmp_path / "curricula")
+    first = reproduce.run("curricula", str(tmp_path / "first"), combinations=("E",),
+                          centrals=("mlp1",), output=output, max_minutes_per_cell=0.0,
+                          **dict(TINY, central_kwargs=None))
+    fresh = str(tmp_path / "fresh")
+    assert len(reproduce.restore_finished(fresh, output + ".json", "curricula")) == 1
+    capsys.readouterr()
+    again = reproduce.run("curricula", fresh, combinations=("E",), centrals=("mlp1",),
+                          output=output, max_minutes_per_cell=0.0,
+                          **dict(TINY, central_kwargs=None))
+    assert "== curricula cell" not in capsys.readouterr().out
+    assert _table_lines(again) == _table_lines(first)
+    assert "| A (Fig. 4) | column_patterns_3 ← between | PrediNet | not run |" in again
+
+
+def test_session_minutes_starts_no_new_cell(tmp_path, capsys):
+    text = reproduce.run("table1", str(tmp_path / "runs"), tasks=("same",), centrals=("mlp1",),
+                         session_minutes=0.0, **dict(TINY, central_kwargs=None))
+    assert "--session_minutes=0 passed: not starting same_mlp1_2b_seed0" in capsys.readouterr().out
+    assert "Finished: 0 of 45 cells." in text
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json", "expected a results file written by this script"),
+    ('{"mode": "curricula", "runs": []}', "expected a results file of --mode=table1"),
+    ('{"mode": "table1", "runs": [{"task": "same"}]}', 'to name its run directory'),
+    ('{"mode": "table1", "runs": [{"run_dir": "../escape"}]}', 'to name its run directory'),
+])
+def test_resume_from_rejects_other_files(tmp_path, content, message):
+    path = tmp_path / "results.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match="`resume_from`: .*" + message):
+        reproduce.restore_finished(str(tmp_path / "runs"), str(path), "table1")
+
+
+def test_table1_summary_counts_predinet_within_one_point_and_full_length_baselines():
+    def run(accuracy, batches):
+        return {"hexominoes": accuracy, "stripes": accuracy, "num_batches": batches,
+                "minutes": 1.0, "load_average": 2.5}
+    results = {("same", "predinet"): [run(0.995, 100_000)],  # paper 100: within one point
+               ("between", "predinet"): [run(0.97, 100_000)],  # paper 99.2 / 98.7: not
+               ("same", "mlp1"): [run(0.9, 30_000), run(0.95, 100_000)]}
+    text = reproduce.table1_markdown(results)
+    assert "| same | hexominoes | PrediNet | 99.5 | 100,000 | 1.0 | 2.5 | 100±0.0 | -0.5 |" in text
+    assert ("| between | stripes | PrediNet | 97.0 | 100,000 | 1.0 | 2.5 | 98.7±0.66 | -1.7 |"
+            in text)
+    assert ("Finished: 6 of 45 cells. PrediNet within one point of the paper's mean: 2 of 4 "
+            "finished cells. Baseline cells at the paper's 100,000 batches: 2 of 2 finished."
+            in text)
