@@ -284,25 +284,15 @@ def restore_finished(root_dir, results_file, mode):
     restored (their base names).
 
     Raises:
-        ValueError: naming ``resume_from`` when the file is not a results file of ``mode``
+        ValueError: naming ``--resume_from`` when the file is not a results file of ``mode``
             written by this script.
     """
-    try:
-        with open(results_file) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"`resume_from`: expected a results file written by this script "
-                         f"(<output>.json), received {results_file!r} ({error}).") from None
-    found = data.get("mode") if isinstance(data, dict) else None
-    runs = data.get("runs") if isinstance(data, dict) else None
-    if found != mode or not isinstance(runs, list):
-        raise ValueError(f"`resume_from`: expected a results file of --mode={mode}, received "
-                         f"{results_file!r} (mode {found!r}).")
+    runs = results_io.read_results_json(results_file, mode, list)["runs"]
     restored = []
     for record in runs:
         name = record.get("run_dir") if isinstance(record, dict) else None
         if not name or os.path.basename(name) != name:
-            raise ValueError(f"`resume_from`: expected every run of {results_file!r} to name its "
+            raise ValueError(f"--resume_from expects every run of {results_file!r} to name its "
                              f"run directory (\"run_dir\"), received {str(record)[:200]!r}.")
         directory = os.path.join(root_dir, name)
         if os.path.exists(os.path.join(directory, "results.json")):
@@ -429,7 +419,10 @@ def main(argv):
             raise ValueError(f"`--centrals`: expected names from {list(CENTRALS)}, received "
                              f"{name!r}.")
     if FLAGS.resume_from:
-        restored = restore_finished(FLAGS.root_dir, FLAGS.resume_from, FLAGS.mode)
+        try:
+            restored = restore_finished(FLAGS.root_dir, FLAGS.resume_from, FLAGS.mode)
+        except ValueError as error:
+            raise app.UsageError(str(error)) from None
         print(f"--resume_from: {len(restored)} finished run(s) restored into {FLAGS.root_dir}")
     run(mode=FLAGS.mode, root_dir=FLAGS.root_dir, tasks=FLAGS.tasks,
         combinations=FLAGS.combinations, centrals=FLAGS.centrals,

@@ -210,16 +210,7 @@ def restore_finished(root_dir, results_file, mode):
     Raises:
         ValueError: naming ``resume_from`` when the file is not a results file of ``mode``.
     """
-    try:
-        with open(results_file) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"--resume_from expects a results file written by this script "
-                         f"(<output>.json), received {results_file!r} ({error}).") from None
-    found = data.get("mode") if isinstance(data, dict) else None
-    if found != mode or not isinstance(data.get("runs"), dict):
-        raise ValueError(f"--resume_from expects a results file of --mode={mode}, received "
-                         f"{results_file!r} (mode {found!r}).")
+    data = results_io.read_results_json(results_file, mode, dict)
     restored = []
     for folder, record in data["runs"].items():
         path = os.path.join(root_dir, folder, RESULT)

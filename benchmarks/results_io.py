@@ -4,6 +4,7 @@ Every figure in the docs comes from a file under ``benchmarks/results/`` written
 docs can show the command next to the figure (``tests/test_docs.py`` checks the first line).
 """
 
+import json
 import os
 import shlex
 import sys
@@ -37,6 +38,28 @@ def write_markdown(path, body, command=None):
 def write_json(path, data, command=None):
     """Writes ``data`` (a dict) to ``path`` as JSON with a ``"command"`` key."""
     json_files.write_json(path, {"command": command or command_line(), **data}, default=str)
+
+
+def read_results_json(path, mode, runs_type):
+    """The data of ``<output>.json`` written by a reproduction script in ``mode``, for
+    ``--resume_from``: a dict whose ``"mode"`` is ``mode`` and whose ``"runs"`` is a
+    ``runs_type`` (``dict`` or ``list``).
+
+    Raises:
+        ValueError: naming ``--resume_from`` when the file is unreadable, not JSON, or of another
+            mode or shape.
+    """
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--resume_from expects a results file written by this script "
+                         f"(<output>.json), received {path!r} ({error}).") from None
+    found = data.get("mode") if isinstance(data, dict) else None
+    if found != mode or not isinstance(data.get("runs"), runs_type):
+        raise ValueError(f"--resume_from expects a results file of --mode={mode}, received "
+                         f"{path!r} (mode {found!r}).")
+    return data
 
 
 class StdoutCapture:

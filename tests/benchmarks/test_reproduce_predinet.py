@@ -115,15 +115,18 @@ def test_session_minutes_starts_no_new_cell(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("not json", "expected a results file written by this script"),
-    ('{"mode": "curricula", "runs": []}', "expected a results file of --mode=table1"),
-    ('{"mode": "table1", "runs": [{"task": "same"}]}', 'to name its run directory'),
-    ('{"mode": "table1", "runs": [{"run_dir": "../escape"}]}', 'to name its run directory'),
+    ("not json", "expects a results file written by this script"),
+    ('{"mode": "curricula", "runs": []}', "expects a results file of --mode=table1"),
+    ('{"mode": "table1", "runs": {}}', "expects a results file of --mode=table1"),
+    ('{"mode": "table1", "runs": [{"task": "same"}]}', 'expects every run of .* to name its run '
+                                                       'directory'),
+    ('{"mode": "table1", "runs": [{"run_dir": "../escape"}]}', 'expects every run of .* to name '
+                                                               'its run directory'),
 ])
 def test_resume_from_rejects_other_files(tmp_path, content, message):
     path = tmp_path / "results.json"
     path.write_text(content)
-    with pytest.raises(ValueError, match="`resume_from`: .*" + message):
+    with pytest.raises(ValueError, match="--resume_from " + message):
         reproduce.restore_finished(str(tmp_path / "runs"), str(path), "table1")
 
 
