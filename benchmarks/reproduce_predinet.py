@@ -194,7 +194,7 @@ def table1_markdown(results, tasks=TABLE1_TASKS, centrals=CENTRALS):
                 capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
                 ours, mean = run.get(object_set), _paper_mean(paper)
                 difference = ("" if ours is None or mean is None
-                              else f"{100 * ours - mean:+.1f}")
+                              else f"{round(100 * ours - mean, 1) + 0.0:+.1f}")  # no "-0.0"
                 lines.append(
                     f"| {task} | {object_set} | {NAMES[central]} | "
                     f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
