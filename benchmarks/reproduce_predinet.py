@@ -248,7 +248,7 @@ def _settings_text(settings):
             f"'train min' is the run's wall time (training + evaluation) on its machine (in "
             f"the JSON file; this file was written on {_machine()}); 'load' is the machine's "
             f"15-minute load average when the run ended (above the core count, the run shared "
-            f"the cores). Paper: mean ± spread over 10 runs of 100,000 batches.")
+            f"the cores; '?': not recorded). Paper: mean ± spread over 10 runs of 100,000 batches.")
 
 
 def _machine():
