@@ -34,7 +34,8 @@ def test_table1_cells_resume_and_rewrite_the_results(tmp_path, capsys):
         report = json.load(f)
     assert {(r["task"], r["num_batches"]) for r in report["runs"]} == {
         ("xoccurs", 2), ("colour_and_or_shape", 2)}
-    cell = reproduce.run_dir(root, "xoccurs", "mha", 2, 0)
+    cell = reproduce.run_dir(root, "xoccurs", "mha", 2, 0, num_train_examples=20)
+    assert os.path.basename(cell) == "xoccurs_mha_2b_20train_seed0"
     assert os.path.exists(os.path.join(cell, "curve.json"))
     capsys.readouterr()
     # Finished cells are not trained again; the table is rebuilt from their results.
@@ -72,12 +73,12 @@ def test_resume_from_a_results_file_on_a_machine_without_the_runs(tmp_path, caps
                           output=output, command="pytest tiny", **dict(TINY, central_kwargs=None))
     # The whole grid is listed, the missing cells as "not run".
     assert "| same | hexominoes | MLP1 | not run" not in first
-    assert "| xoccurs | stripes | PrediNet | not run | | | | 95.5±1.01 | |" in first
+    assert "| xoccurs | stripes | PrediNet | not run | | | | | 95.5±1.01 | |" in first
     assert "Finished: 2 of 45 cells." in first
     # A fresh root_dir: the finished cell comes back from the JSON file and is not trained again.
     fresh = str(tmp_path / "fresh")
     restored = reproduce.restore_finished(fresh, output + ".json", "table1")
-    assert restored == [os.path.basename(reproduce.run_dir(fresh, "same", "mlp1", 2, 0))]
+    assert restored == ["same_mlp1_2b_20train_seed0"]
     capsys.readouterr()
     again = reproduce.run("table1", fresh, tasks=("same",), centrals=("mlp1",), output=output,
                           command="pytest tiny", **dict(TINY, central_kwargs=None))
@@ -110,7 +111,8 @@ def test_resume_from_restores_curricula_cells(tmp_path, capsys):
 def test_session_minutes_starts_no_new_cell(tmp_path, capsys):
     text = reproduce.run("table1", str(tmp_path / "runs"), tasks=("same",), centrals=("mlp1",),
                          session_minutes=0.0, **dict(TINY, central_kwargs=None))
-    assert "--session_minutes=0 passed: not starting same_mlp1_2b_seed0" in capsys.readouterr().out
+    assert ("--session_minutes=0 passed: not starting same_mlp1_2b_20train_seed0"
+            in capsys.readouterr().out)
     assert "Finished: 0 of 45 cells." in text
 
 
@@ -131,17 +133,21 @@ def test_resume_from_rejects_other_files(tmp_path, content, message):
 
 
 def test_table1_summary_counts_predinet_within_one_point_and_full_length_baselines():
-    def run(accuracy, batches):
+    def run(accuracy, batches, images=250_000):
         return {"hexominoes": accuracy, "stripes": accuracy, "num_batches": batches,
-                "minutes": 1.0, "load_average": 2.5}
+                "num_train_examples": images, "minutes": 1.0, "load_average": 2.5}
     results = {("same", "predinet"): [run(0.9996, 100_000)],  # paper 100: within one point
-               ("between", "predinet"): [run(0.97, 100_000)],  # paper 99.2 / 98.7: not
+               # paper 99.2 / 98.7; the 250,000-image run counts, not the 50,000-image one.
+               ("between", "predinet"): [run(0.992, 100_000, 50_000), run(0.97, 100_000)],
                ("same", "mlp1"): [run(0.9, 30_000), run(0.95, 100_000)]}
     text = reproduce.table1_markdown(results)
     # -0.04 points shows as +0.0, not -0.0.
-    assert "| same | hexominoes | PrediNet | 100.0 | 100,000 | 1.0 | 2.5 | 100±0.0 | +0.0 |" in text
-    assert ("| between | stripes | PrediNet | 97.0 | 100,000 | 1.0 | 2.5 | 98.7±0.66 | -1.7 |"
-            in text)
+    assert ("| same | hexominoes | PrediNet | 100.0 | 100,000 | 250,000 | 1.0 | 2.5 | 100±0.0 | "
+            "+0.0 |" in text)
+    assert ("| between | stripes | PrediNet | 97.0 | 100,000 | 250,000 | 1.0 | 2.5 | 98.7±0.66 | "
+            "-1.7 |" in text)
+    rows = [line for line in text.splitlines() if line.startswith("| between | stripes | Predi")]
+    assert [row.split(" | ")[5] for row in rows] == ["50,000", "250,000"]
     assert ("Finished: 6 of 45 cells. PrediNet within one point of the paper's mean: 2 of 4 "
             "finished cells. Baseline cells at the paper's 100,000 batches: 2 of 2 finished."
             in text)
