@@ -131,7 +131,7 @@ def load_results(root_dir):
         result = _read_json(path)
         result.update(_read_json(os.path.join(os.path.dirname(path), "meta.json"), {}))
         result["curve"] = _read_json(os.path.join(os.path.dirname(path), "curve.json"), [])
-        result.setdefault("run_dir", os.path.basename(os.path.dirname(path)))
+        result["run_dir"] = os.path.basename(os.path.dirname(path))  # for --resume_from
         if "task" in result and "combination" not in result:
             found.setdefault((result["task"], result["central"]), []).append(result)
     return found
@@ -145,7 +145,7 @@ def load_curricula(root_dir):
     for path in sorted(glob.glob(os.path.join(root_dir, "curriculum_*", "results.json"))):
         directory = os.path.dirname(path)
         cell = dict(_read_json(os.path.join(directory, "meta.json"), {}), stages={})
-        cell.setdefault("run_dir", os.path.basename(directory))
+        cell["run_dir"] = os.path.basename(directory)  # for --resume_from
         for stage, result in _read_json(path).items():
             curve = _read_json(os.path.join(directory, stage, "curve.json"), [])
             cell["stages"][stage] = dict(result, curve=curve)
@@ -161,6 +161,11 @@ def _percent(result, object_set):
 
 def _train_images(run):
     return run.get("num_train_examples", 0)
+
+
+def _train_images_text(run):
+    """The run's training-set size ("?" for runs from before it was recorded)."""
+    return "?" if "num_train_examples" not in run else f"{run['num_train_examples']:,}"
 
 
 def _load(run):
@@ -184,20 +189,19 @@ def table1_cells():
             for object_set in ("hexominoes", "stripes") if (task, object_set) in PAPER]
 
 
-def table1_markdown(results, tasks=TABLE1_TASKS, centrals=CENTRALS):
-    """Table 1's rows for ``tasks`` x ``centrals`` (a row per run, "not run" for a missing cell),
-    then a summary: finished cells, PrediNet's cells within one point of the paper's mean and the
+def table1_markdown(results):
+    """Table 1's rows for the whole grid (a row per run, "not run" for a missing cell), then a
+    summary: finished cells, PrediNet's cells within one point of the paper's mean and the
     baselines' cells at the paper's 100,000 batches."""
     lines = ["| task | held-out set | architecture | ours (%) | batches | training images | "
              "train min | load | paper (%) | ours − paper mean (points) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     finished = within_one = predinet_cells = full_length = baseline_cells = total = 0
     for task, object_set in table1_cells():
-        if task not in tasks:
-            continue
-        for central in centrals:
+        for central in CENTRALS:
             total += 1
             paper = PAPER[(task, object_set)].get(central, "n/a")
+            mean = _paper_mean(paper)
             runs = results.get((task, central), [])
             if not runs:
                 lines.append(f"| {task} | {object_set} | {NAMES[central]} | not run | | | | | "
@@ -208,16 +212,15 @@ def table1_markdown(results, tasks=TABLE1_TASKS, centrals=CENTRALS):
             best = max(runs, key=lambda run: (run["num_batches"], _train_images(run)))
             for run in sorted(runs, key=lambda run: (_train_images(run), run["num_batches"])):
                 capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
-                ours, mean = run.get(object_set), _paper_mean(paper)
+                ours = run.get(object_set)
                 difference = ("" if ours is None or mean is None
                               else f"{round(100 * ours - mean, 1) + 0.0:+.1f}")  # no "-0.0"
                 lines.append(
                     f"| {task} | {object_set} | {NAMES[central]} | "
                     f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
-                    f"{_train_images(run):,} | "
+                    f"{_train_images_text(run)} | "
                     f"{run.get('minutes', float('nan')):.1f} | {_load(run)} | {paper} | "
                     f"{difference} |")
-            mean = _paper_mean(paper)
             if central == "predinet":
                 predinet_cells += 1
                 ours = best.get(object_set)
@@ -391,7 +394,6 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                     meta["num_train_examples"] = num_train_examples
                     meta["load_average"] = os.getloadavg()[2]
                     meta["machine"] = _machine()
-                    meta["run_dir"] = os.path.basename(directory)  # for --resume_from
                     json_files.write_json(os.path.join(directory, "meta.json"), meta, indent=2)
                     write_results(output, mode, root_dir, settings, command)
     text = write_results(output, mode, root_dir, settings, command)
