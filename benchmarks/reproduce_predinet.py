@@ -189,13 +189,44 @@ def table1_cells():
             for object_set in ("hexominoes", "stripes") if (task, object_set) in PAPER]
 
 
+def _seed_groups(runs):
+    """``{(num_batches, training images): [runs]}`` in the table's order (seeds of one setting
+    together)."""
+    groups = {}
+    for run in sorted(runs, key=lambda run: (_train_images(run), run["num_batches"],
+                                              run.get("seed", 0))):
+        groups.setdefault((run["num_batches"], _train_images(run)), []).append(run)
+    return groups
+
+
+def _seed_mean(runs, object_set):
+    """Mean and sample standard deviation (in %) of ``object_set`` accuracy over ``runs``
+    (``None`` where a run lacks it); the standard deviation is 0 for one run."""
+    values = [100 * run[object_set] for run in runs if run.get(object_set) is not None]
+    if not values or len(values) < len(runs):
+        return None, None
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return mean, 0.0
+    return mean, (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
+def _difference(ours, mean):
+    """``ours - mean`` in points, signed, one decimal (no "-0.0"); "" if either is missing."""
+    if ours is None or mean is None:
+        return ""
+    return f"{round(ours - mean, 1) + 0.0:+.1f}"
+
+
 def table1_markdown(results):
-    """Table 1's rows for the whole grid (a row per run, "not run" for a missing cell), then a
-    summary: finished cells, PrediNet's cells within one point of the paper's mean and the
-    baselines' cells at the paper's 100,000 batches."""
-    lines = ["| task | held-out set | architecture | ours (%) | batches | training images | "
-             "train min | load | paper (%) | ours − paper mean (points) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    """Table 1's rows for the whole grid (a row per run, "not run" for a missing cell; where
+    several seeds share a length and training-set size, a row with their mean ± sample standard
+    deviation after them), then a summary: finished cells, PrediNet's cells within one point of
+    the paper's mean (the seeds' mean of the longest setting) and the baselines' cells at the
+    paper's 100,000 batches."""
+    lines = ["| task | held-out set | architecture | seed | ours (%) | batches | training images "
+             "| train min | load | paper (%) | ours − paper mean (points) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     finished = within_one = predinet_cells = full_length = baseline_cells = total = 0
     for task, object_set in table1_cells():
         for central in CENTRALS:
@@ -204,34 +235,42 @@ def table1_markdown(results):
             mean = _paper_mean(paper)
             runs = results.get((task, central), [])
             if not runs:
-                lines.append(f"| {task} | {object_set} | {NAMES[central]} | not run | | | | | "
+                lines.append(f"| {task} | {object_set} | {NAMES[central]} | | not run | | | | | "
                              f"{paper} | |")
                 continue
             finished += 1
-            # The summary counts the run closest to the paper's (most batches, then images).
-            best = max(runs, key=lambda run: (run["num_batches"], _train_images(run)))
-            for run in sorted(runs, key=lambda run: (_train_images(run), run["num_batches"])):
-                capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
-                ours = run.get(object_set)
-                difference = ("" if ours is None or mean is None
-                              else f"{round(100 * ours - mean, 1) + 0.0:+.1f}")  # no "-0.0"
-                lines.append(
-                    f"| {task} | {object_set} | {NAMES[central]} | "
-                    f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
-                    f"{_train_images_text(run)} | "
-                    f"{run.get('minutes', float('nan')):.1f} | {_load(run)} | {paper} | "
-                    f"{difference} |")
+            groups = _seed_groups(runs)
+            for (batches, _), group in groups.items():
+                for run in group:
+                    capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
+                    ours = run.get(object_set)
+                    lines.append(
+                        f"| {task} | {object_set} | {NAMES[central]} | {run.get('seed', '?')} | "
+                        f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
+                        f"{_train_images_text(group[0])} | "
+                        f"{run.get('minutes', float('nan')):.1f} | {_load(run)} | {paper} | "
+                        f"{_difference(None if ours is None else 100 * ours, mean)} |")
+                if len(group) > 1:
+                    seeds_mean, seeds_std = _seed_mean(group, object_set)
+                    text = "n/a" if seeds_mean is None else f"{seeds_mean:.1f}±{seeds_std:.1f}"
+                    lines.append(
+                        f"| {task} | {object_set} | {NAMES[central]} | mean of {len(group)} | "
+                        f"{text} | {batches:,} | {_train_images_text(group[0])} | | | {paper} | "
+                        f"{_difference(seeds_mean, mean)} |")
+            # The summary counts the setting closest to the paper's (most batches, then images).
+            best = groups[max(groups)]
             if central == "predinet":
                 predinet_cells += 1
-                ours = best.get(object_set)
+                ours, _ = _seed_mean(best, object_set)
                 within_one += int(ours is not None and mean is not None
-                                  and abs(100 * ours - mean) <= 1.0)
+                                  and abs(ours - mean) <= 1.0)
             else:
                 baseline_cells += 1
-                full_length += int(best["num_batches"] >= 100_000)
+                full_length += int(best[0]["num_batches"] >= 100_000)
     lines += ["", f"Finished: {finished} of {total} cells. PrediNet within one point of the "
-              f"paper's mean: {within_one} of {predinet_cells} finished cells. Baseline cells "
-              f"at the paper's 100,000 batches: {full_length} of {baseline_cells} finished."]
+              f"paper's mean (the mean over seeds): {within_one} of {predinet_cells} finished "
+              f"cells. Baseline cells at the paper's 100,000 batches: {full_length} of "
+              f"{baseline_cells} finished."]
     return "\n".join(lines)
 
 
@@ -260,9 +299,10 @@ def curricula_markdown(results, combinations, centrals):
 
 
 def _settings_text(settings):
-    return (f"Ours: one run a row, SGD lr 0.01, batch 10, trained on generated pentomino images "
-            f"(the paper's released files hold {PAPER_TRAIN_EXAMPLES:,} a task; the authors' "
-            f"notebook uses 50,000), accuracy on "
+    return (f"Ours: one run a row (a row 'mean of N' after several seeds of one setting: their "
+            f"mean ± sample standard deviation), SGD lr 0.01, batch 10, trained on generated "
+            f"pentomino images (the paper's released files hold {PAPER_TRAIN_EXAMPLES:,} a "
+            f"task; the authors' notebook uses 50,000), accuracy on "
             f"{settings['num_eval_examples']:,} generated held-out images per set. A run (a stage "
             f"for the curricula) ends after its batches or at the first evaluation past its time "
             f"cap (\"time cap\"); each run's seed, cap and held-out curve are in the JSON file. "
