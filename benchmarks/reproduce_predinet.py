@@ -18,9 +18,10 @@ Curricula (``--mode=curricula``): each cell is one (combination, architecture, s
 Figs. 4, 5 and S13 (``COMBINATIONS``):
 
     python -m benchmarks.reproduce_predinet --mode=curricula --root_dir=/tmp/predinet_curricula \
-        --max_minutes_per_cell=15 --output=benchmarks/results/predinet_curricula
+        --max_minutes_per_cell=15 --output=benchmarks/results/predinet_curricula --plot
 
-(``--max_minutes_per_cell`` caps each stage there.) Every cell is resumable: a finished run's
+(``--max_minutes_per_cell`` caps each stage there; ``--plot`` also draws each combination's
+curves, ``<output>_<combination>.png``, as in Fig. 4.) Every cell is resumable: a finished run's
 directory holds its ``results.json`` and is not trained again, an interrupted one resumes from
 its last checkpoint, and both results files (``<output>.md``, the table the docs include, and
 ``<output>.json``, with every run's numbers and held-out learning curves) are rewritten
@@ -43,6 +44,7 @@ without the run directories goes on with the cells not yet finished:
 """
 
 import glob
+import importlib.util
 import json
 import os
 import platform
@@ -298,6 +300,34 @@ def curricula_markdown(results, combinations, centrals):
     return "\n".join(lines)
 
 
+CURVE_STAGES = {"stage_1_scratch": "stage 1: from scratch",
+                "stage_3_reuse": "stage 3: central module reused",
+                "stage_4_input_net": "stage 4: input CNN reused"}
+
+
+def plot_curricula(results, output):
+    """Draws ``<output>_<combination>.png`` for each combination with finished cells: the target
+    task's held-out stripes accuracy against batches in stages 1, 3 and 4, a panel per
+    architecture and seed (Shanahan et al. 2020, Fig. 4). Returns the paths written."""
+    from keras_relational.experiments import plots_lib
+
+    paths = []
+    for name, (target, curriculum, figure) in COMBINATIONS.items():
+        curves = {}
+        for central in CENTRALS:
+            for cell in results.get((name, central), []):
+                curves[f"{NAMES[central]} (seed {cell.get('seed', '?')})"] = {
+                    label: [(point["batch"], point["stripes"])
+                            for point in cell["stages"][stage].get("curve", [])
+                            if point.get("stripes") is not None]
+                    for stage, label in CURVE_STAGES.items()}
+        if curves:
+            paths.append(plots_lib.plot_transfer_curves(
+                curves, f"{output}_{name}.png",
+                title=f"{name} ({figure}): {target} after {curriculum}, held-out stripes"))
+    return paths
+
+
 def _settings_text(settings):
     return (f"Ours: one run a row (a row 'mean of N' after several seeds of one setting: their "
             f"mean ± sample standard deviation), SGD lr 0.01, batch 10, trained on generated "
@@ -381,10 +411,11 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         combinations=tuple(COMBINATIONS), centrals=CENTRALS, seeds=(0,), num_batches=100_000,
         max_minutes_per_cell=15.0, num_train_examples=PAPER_TRAIN_EXAMPLES, num_eval_examples=5_000,
         eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
-        **train_kwargs):
+        plot=False, **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
 
     ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
+    ``plot``: with ``mode="curricula"`` and an ``output``, also draw ``plot_curricula``'s PNGs.
 
     ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
@@ -438,6 +469,12 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                     write_results(output, mode, root_dir, settings, command)
     text = write_results(output, mode, root_dir, settings, command)
     print("\n" + text, flush=True)
+    if plot:
+        if mode != "curricula" or not output:
+            raise ValueError(f"`plot` draws the curricula's curves: expected mode='curricula' "
+                             f"and an `output`, received mode={mode!r}, output={output!r}.")
+        for path in plot_curricula(load_curricula(root_dir), output):
+            print(f"curves: {path}", flush=True)
     return text
 
 
@@ -459,6 +496,8 @@ def define_flags():
     flags.DEFINE_integer("eval_interval", 5_000, "Batches between held-out evaluations (also the "
                          "granularity of the time cap and of the curves).")
     flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
+    flags.DEFINE_bool("plot", False, "--mode=curricula: also draw <output>_<combination>.png, "
+                      "the target's held-out curves in stages 1, 3 and 4 (needs matplotlib).")
     flags.DEFINE_float("session_minutes", None, "Start no new cell after this many minutes (the "
                        "cell in progress finishes).", lower_bound=0.0)
     flags.DEFINE_string("resume_from", None, "A results file of this script (<output>.json) "
@@ -483,6 +522,14 @@ def main(argv):
         if name not in CENTRALS:
             raise ValueError(f"`--centrals`: expected names from {list(CENTRALS)}, received "
                              f"{name!r}.")
+    if FLAGS.plot:
+        if FLAGS.mode != "curricula" or not FLAGS.output:
+            raise app.UsageError(f"--plot draws the curricula's curves: expected "
+                                 f"--mode=curricula and --output, received "
+                                 f"--mode={FLAGS.mode} --output={FLAGS.output}.")
+        if importlib.util.find_spec("matplotlib") is None:  # before hours of training
+            raise app.UsageError("--plot needs matplotlib: pip install "
+                                 "\"keras-relational[plots]\".")
     if FLAGS.resume_from:
         try:
             restored = restore_finished(FLAGS.root_dir, FLAGS.resume_from, FLAGS.mode)
@@ -495,7 +542,7 @@ def main(argv):
         max_minutes_per_cell=FLAGS.max_minutes_per_cell,
         num_train_examples=FLAGS.num_train_examples, num_eval_examples=FLAGS.num_eval_examples,
         eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only,
-        session_minutes=FLAGS.session_minutes)
+        session_minutes=FLAGS.session_minutes, plot=FLAGS.plot)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ run and a Box-World agent's attention over a frame (matplotlib, imported only wh
 
 * :func:`read_scalars` / :func:`plot_learning_curves`: every scalar of a run's TensorBoard
   event files; a Box-World run's solve rate and return against frames and wall time.
+* :func:`plot_transfer_curves`: held-out accuracy against batches of each stage of a transfer
+  protocol, a panel per architecture (Shanahan et al. 2020, Figs. 4-5 style).
 * :func:`plot_agent_attention`: a relational agent's attention (Zambaldi et al. 2019, Fig. 4
   style) or a 2-simplicial agent's (Clift et al. 2020, Figs. 7 and 11-13 style) over the frame
   a greedy rollout on a fresh level reaches.
@@ -160,6 +162,38 @@ def plot_learning_curves(root_dir, output=None, max_panels=12):
         axis.set_title(name, fontsize=9)
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)
+    return _save(figure, output)
+
+
+def plot_transfer_curves(curves, output, title="", target_accuracy=0.9):
+    """Draws the curves of a transfer protocol, a panel per architecture; returns the PNG path.
+
+    Args:
+        curves: ``{architecture: {stage label: [(batch, accuracy), ...]}}`` (e.g. stage 1 from
+            scratch, stage 3 reusing the pre-trained central module, stage 4 reusing only the
+            input CNN, as in Shanahan et al. 2020, Fig. 4).
+        output: the PNG to write (atomically).
+        title: the figure's title.
+        target_accuracy: a dashed horizontal line (the paper's 90 %); ``None`` for none.
+    """
+    if not curves:
+        raise ValueError("`curves`: expected at least one architecture's curves, received none.")
+    figure, axes = _figure(1, len(curves))
+    for axis, (architecture, stages) in zip(axes.flat, curves.items(), strict=True):
+        for label, points in stages.items():
+            if points:
+                batches, accuracies = zip(*points, strict=True)
+                axis.plot(batches, accuracies, label=label)
+        if target_accuracy is not None:
+            axis.axhline(target_accuracy, color="grey", linestyle="--", linewidth=0.8)
+        axis.set_ylim(0.4, 1.01)
+        axis.set_title(architecture)
+        axis.set_xlabel("batches")
+        axis.set_ylabel("held-out accuracy")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    if title:
+        figure.suptitle(title)
     return _save(figure, output)
 
 

@@ -49,9 +49,16 @@ def test_table1_cells_resume_and_rewrite_the_results(tmp_path, capsys):
 def test_curricula_mode_and_time_cap(tmp_path):
     root = str(tmp_path / "runs")
     text = reproduce.run("curricula", root, combinations=("E",), centrals=("mlp1",),
-                         output=str(tmp_path / "curricula"), max_minutes_per_cell=0.0,
+                         output=str(tmp_path / "curricula"), max_minutes_per_cell=0.0, plot=True,
                          **dict(TINY, central_kwargs=None))
     assert "| E (Fig. 5e) | row_patterns_5 ← column_patterns_5 | MLP1 |" in text
+    # --plot: the curves of the one combination run, a PNG.
+    assert sorted(os.listdir(tmp_path)) == ["curricula.json", "curricula.md", "curricula_E.png",
+                                            "runs"]
+    with open(str(tmp_path / "curricula_E.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="`plot` draws the curricula's curves"):
+        reproduce.run("table1", root, tasks=(), output=str(tmp_path / "t"), plot=True)
     with open(str(tmp_path / "curricula.json")) as f:
         (cell,) = json.load(f)["runs"]
     assert cell["combination"] == "E" and len(cell["stages"]) == 4

@@ -61,3 +61,13 @@ def test_plot_results_draws_any_runs_scalars_and_names_an_empty_directory(tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="No TensorBoard scalars or result.json"):
         plots_lib.plot_learning_curves(str(tmp_path / "empty"))
+
+
+def test_plot_transfer_curves_draws_a_panel_per_architecture_and_rejects_none(tmp_path):
+    curves = {"PrediNet": {"stage 1": [(5000, 0.5), (10000, 0.9)], "stage 3": [(5000, 0.95)]},
+              "MHA": {"stage 1": [], "stage 3": [(5000, 0.6)]}}
+    path = plots_lib.plot_transfer_curves(curves, str(tmp_path / "a" / "curves.png"), title="A")
+    with open(path, "rb") as f:
+        assert f.read(4) == b"\x89PNG"
+    with pytest.raises(ValueError, match="`curves`: expected at least one architecture"):
+        plots_lib.plot_transfer_curves({}, str(tmp_path / "none.png"))
