@@ -61,6 +61,8 @@ MODES = ("table1", "curricula")
 PAPER_TRAIN_EXAMPLES = 250_000
 TABLE1_TASKS = ("same", "between", "occurs", "xoccurs", "colour_and_or_shape")
 CENTRALS = ("mlp1", "mlp2", "relation_net", "mha", "predinet")
+# Table S2: plain SGD at 0.01; the Supplement's variant (Figs. S12, S14, S15): Adam at 1e-4.
+OPTIMIZERS = {"sgd": 0.01, "adam": 1e-4}
 NAMES = {"mlp1": "MLP1", "mlp2": "MLP2", "relation_net": "RN", "mha": "MHA",
          "predinet": "PrediNet"}
 # Shanahan et al. 2020, Figs. 4, 5 and S13: name -> (target task, curriculum task, figure).
@@ -106,17 +108,35 @@ PAPER = {
 }
 
 
-def run_dir(root_dir, task, central, num_batches, seed, num_train_examples=PAPER_TRAIN_EXAMPLES):
+def _optimizer_suffix(optimizer):
+    return "" if optimizer == "sgd" else f"_{optimizer}"
+
+
+def run_dir(root_dir, task, central, num_batches, seed, num_train_examples=PAPER_TRAIN_EXAMPLES,
+            optimizer="sgd"):
     """A Table 1 cell's directory, named by everything that tells its runs apart."""
     return os.path.join(root_dir, f"{task}_{central}_{num_batches}b_{num_train_examples}train_"
-                                  f"seed{seed}")
+                                  f"seed{seed}{_optimizer_suffix(optimizer)}")
 
 
 def curriculum_dir(root_dir, combination, central, num_batches, seed,
-                   num_train_examples=PAPER_TRAIN_EXAMPLES):
+                   num_train_examples=PAPER_TRAIN_EXAMPLES, optimizer="sgd"):
     """A curriculum cell's directory (one sub-directory per stage inside)."""
     return os.path.join(root_dir, f"curriculum_{combination}_{central}_{num_batches}b_"
-                                  f"{num_train_examples}train_seed{seed}")
+                                  f"{num_train_examples}train_seed{seed}"
+                                  f"{_optimizer_suffix(optimizer)}")
+
+
+def _optimizer(run):
+    """The run's optimizer (runs from before it was recorded used SGD, the only one then)."""
+    return run.get("optimizer", "sgd")
+
+
+def _architecture(central, run):
+    """The architecture's name, with the optimizer where it is not the paper's SGD."""
+    optimizer = _optimizer(run)
+    return NAMES[central] + ("" if optimizer == "sgd" else
+                             f" ({optimizer.capitalize()} {OPTIMIZERS[optimizer]:g})")
 
 
 def _read_json(path, default=None):
@@ -192,12 +212,14 @@ def table1_cells():
 
 
 def _seed_groups(runs):
-    """``{(num_batches, training images): [runs]}`` in the table's order (seeds of one setting
-    together)."""
+    """``{(optimizer is SGD, num_batches, training images, optimizer): [runs]}`` in the table's
+    order (seeds of one setting together; the paper's SGD last)."""
     groups = {}
-    for run in sorted(runs, key=lambda run: (_train_images(run), run["num_batches"],
+    for run in sorted(runs, key=lambda run: (_optimizer(run) == "sgd", _optimizer(run),
+                                              _train_images(run), run["num_batches"],
                                               run.get("seed", 0))):
-        groups.setdefault((run["num_batches"], _train_images(run)), []).append(run)
+        key = (_optimizer(run) == "sgd", run["num_batches"], _train_images(run), _optimizer(run))
+        groups.setdefault(key, []).append(run)
     return groups
 
 
@@ -242,12 +264,13 @@ def table1_markdown(results):
                 continue
             finished += 1
             groups = _seed_groups(runs)
-            for (batches, _), group in groups.items():
+            for (_, batches, _, _), group in groups.items():
                 for run in group:
                     capped = " (time cap)" if run.get("stopped_by_time_limit") else ""
                     ours = run.get(object_set)
                     lines.append(
-                        f"| {task} | {object_set} | {NAMES[central]} | {run.get('seed', '?')} | "
+                        f"| {task} | {object_set} | {_architecture(central, run)} | "
+                        f"{run.get('seed', '?')} | "
                         f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
                         f"{_train_images_text(group[0])} | "
                         f"{run.get('minutes', float('nan')):.1f} | {_load(run)} | {paper} | "
@@ -256,19 +279,22 @@ def table1_markdown(results):
                     seeds_mean, seeds_std = _seed_mean(group, object_set)
                     text = "n/a" if seeds_mean is None else f"{seeds_mean:.1f}±{seeds_std:.1f}"
                     lines.append(
-                        f"| {task} | {object_set} | {NAMES[central]} | mean of {len(group)} | "
+                        f"| {task} | {object_set} | {_architecture(central, group[0])} | "
+                        f"mean of {len(group)} | "
                         f"{text} | {batches:,} | {_train_images_text(group[0])} | | | {paper} | "
                         f"{_difference(seeds_mean, mean)} |")
-            # The summary counts the setting closest to the paper's (most batches, then images).
+            # The summary counts the setting closest to the paper's (SGD, then most batches, then
+            # images); a cell with only another optimizer's runs counts as finished, not matched.
             best = groups[max(groups)]
+            paper_setting = _optimizer(best[0]) == "sgd"
             if central == "predinet":
                 predinet_cells += 1
                 ours, _ = _seed_mean(best, object_set)
-                within_one += int(ours is not None and mean is not None
+                within_one += int(paper_setting and ours is not None and mean is not None
                                   and abs(ours - mean) <= 1.0)
             else:
                 baseline_cells += 1
-                full_length += int(best[0]["num_batches"] >= 100_000)
+                full_length += int(paper_setting and best[0]["num_batches"] >= 100_000)
     lines += ["", f"Finished: {finished} of {total} cells. PrediNet within one point of the "
               f"paper's mean (the mean over seeds): {within_one} of {predinet_cells} finished "
               f"cells. Baseline cells at the paper's 100,000 batches: {full_length} of "
@@ -279,23 +305,24 @@ def table1_markdown(results):
 def curricula_markdown(results, combinations, centrals):
     from keras_relational.experiments import relations_game_lib as lib
 
-    lines = ["| combination | target ← curriculum | architecture | "
+    lines = ["| combination | target ← curriculum | architecture | seed | "
              + " | ".join(f"{stage} stripes (%)" for stage in lib.STAGES)
              + " | batches a stage | train min | paper (Sec. 5) |",
-             "|---|---|---|" + "---|" * len(lib.STAGES) + "---|---|---|"]
+             "|---|---|---|---|" + "---|" * len(lib.STAGES) + "---|---|---|"]
     for name in combinations:
         target, curriculum, figure = COMBINATIONS[name]
         for central in centrals:
             cells = results.get((name, central), [])
-            head = f"| {name} ({figure}) | {target} ← {curriculum} | {NAMES[central]} |"
+            head = f"| {name} ({figure}) | {target} ← {curriculum} |"
             if not cells:
-                lines.append(head + " not run |" * len(lib.STAGES) + f" | | "
-                             f"{PAPER_CURRICULA[name]} |")
-            for cell in cells:
+                lines.append(f"{head} {NAMES[central]} | |" + " not run |" * len(lib.STAGES)
+                             + f" | | {PAPER_CURRICULA[name]} |")
+            for cell in sorted(cells, key=lambda cell: (_optimizer(cell), cell.get("seed", 0))):
                 stages = cell["stages"]
                 accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
                 batches = "/".join(f"{stages[s]['num_batches']:,}" for s in lib.STAGES)
-                lines.append(f"{head} {accuracies} | {batches} | "
+                lines.append(f"{head} {_architecture(central, cell)} | {cell.get('seed', '?')} | "
+                             f"{accuracies} | {batches} | "
                              f"{cell.get('minutes', float('nan')):.1f} | {PAPER_CURRICULA[name]} |")
     return "\n".join(lines)
 
@@ -316,7 +343,7 @@ def plot_curricula(results, output):
         curves = {}
         for central in CENTRALS:
             for cell in results.get((name, central), []):
-                curves[f"{NAMES[central]} (seed {cell.get('seed', '?')})"] = {
+                curves[f"{_architecture(central, cell)}, seed {cell.get('seed', '?')}"] = {
                     label: [(point["batch"], point["stripes"])
                             for point in cell["stages"][stage].get("curve", [])
                             if point.get("stripes") is not None]
@@ -411,16 +438,21 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         combinations=tuple(COMBINATIONS), centrals=CENTRALS, seeds=(0,), num_batches=100_000,
         max_minutes_per_cell=15.0, num_train_examples=PAPER_TRAIN_EXAMPLES, num_eval_examples=5_000,
         eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
-        plot=False, **train_kwargs):
+        plot=False, optimizer="sgd", **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
 
     ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
     ``plot``: with ``mode="curricula"`` and an ``output``, also draw ``plot_curricula``'s PNGs.
+    ``optimizer``: ``"sgd"`` (the paper's, lr 0.01) or ``"adam"`` (the Supplement's, lr 1e-4);
+    runs of another optimizer than SGD get their own directories and rows.
 
     ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
     """
     names = tasks if mode == "table1" else combinations
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"`optimizer`: expected one of {list(OPTIMIZERS)}, received "
+                         f"{optimizer!r}.")
     if output and os.path.splitext(output)[1] in (".md", ".json"):
         output = os.path.splitext(output)[0]
     settings = dict(seeds=list(seeds), num_batches=num_batches,
@@ -435,15 +467,17 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                 for central in centrals:
                     if mode == "table1":
                         directory = run_dir(root_dir, name, central, num_batches, seed,
-                                            num_train_examples)
-                        meta = {"task": name, "central": central, "seed": seed}
+                                            num_train_examples, optimizer)
+                        meta = {"task": name, "central": central, "seed": seed,
+                                "optimizer": optimizer}
                         protocol = {"task": name}
                     else:
                         directory = curriculum_dir(root_dir, name, central, num_batches, seed,
-                                                   num_train_examples)
+                                                   num_train_examples, optimizer)
                         target, curriculum, _ = COMBINATIONS[name]
                         meta = {"combination": name, "task": target,
-                                "curriculum_task": curriculum, "central": central, "seed": seed}
+                                "curriculum_task": curriculum, "central": central, "seed": seed,
+                                "optimizer": optimizer}
                         protocol = {"task": target, "curriculum_task": curriculum}
                     if os.path.exists(os.path.join(directory, "results.json")):
                         continue
@@ -459,6 +493,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                         num_train_examples=num_train_examples,
                         num_eval_examples=num_eval_examples, eval_interval=eval_interval,
                         seed=seed, export=False, time_limit_s=60.0 * max_minutes_per_cell,
+                        optimizer=optimizer, learning_rate=OPTIMIZERS[optimizer],
                         **protocol, **train_kwargs)
                     meta["minutes"] = (time.time() - start) / 60.0
                     meta["max_minutes_per_cell"] = max_minutes_per_cell
@@ -495,6 +530,9 @@ def define_flags():
     flags.DEFINE_integer("num_eval_examples", 5_000, "Held-out images per object set.")
     flags.DEFINE_integer("eval_interval", 5_000, "Batches between held-out evaluations (also the "
                          "granularity of the time cap and of the curves).")
+    flags.DEFINE_enum("optimizer", "sgd", list(OPTIMIZERS), "sgd: the paper's (lr 0.01); adam: "
+                      "the Supplement's variant (lr 1e-4, Figs. S12, S14, S15), in its own run "
+                      "directories and rows.")
     flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
     flags.DEFINE_bool("plot", False, "--mode=curricula: also draw <output>_<combination>.png, "
                       "the target's held-out curves in stages 1, 3 and 4 (needs matplotlib).")
@@ -542,7 +580,7 @@ def main(argv):
         max_minutes_per_cell=FLAGS.max_minutes_per_cell,
         num_train_examples=FLAGS.num_train_examples, num_eval_examples=FLAGS.num_eval_examples,
         eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only,
-        session_minutes=FLAGS.session_minutes, plot=FLAGS.plot)
+        session_minutes=FLAGS.session_minutes, plot=FLAGS.plot, optimizer=FLAGS.optimizer)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def test_curricula_mode_and_time_cap(tmp_path):
     text = reproduce.run("curricula", root, combinations=("E",), centrals=("mlp1",),
                          output=str(tmp_path / "curricula"), max_minutes_per_cell=0.0, plot=True,
                          **dict(TINY, central_kwargs=None))
-    assert "| E (Fig. 5e) | row_patterns_5 ← column_patterns_5 | MLP1 |" in text
+    assert "| E (Fig. 5e) | row_patterns_5 ← column_patterns_5 | MLP1 | 0 |" in text
     # --plot: the curves of the one combination run, a PNG.
     assert sorted(os.listdir(tmp_path)) == ["curricula.json", "curricula.md", "curricula_E.png",
                                             "runs"]
@@ -112,7 +112,7 @@ def test_resume_from_restores_curricula_cells(tmp_path, capsys):
                           **dict(TINY, central_kwargs=None))
     assert "== curricula cell" not in capsys.readouterr().out
     assert _table_lines(again) == _table_lines(first)
-    assert "| A (Fig. 4) | column_patterns_3 ← between | PrediNet | not run |" in again
+    assert "| A (Fig. 4) | column_patterns_3 ← between | PrediNet | | not run |" in again
 
 
 def test_session_minutes_starts_no_new_cell(tmp_path, capsys):
@@ -176,3 +176,45 @@ def test_table1_seeds_of_one_setting_get_a_mean_row_that_the_summary_counts():
     assert "| xoccurs | stripes | PrediNet | mean of 2 | 90.0±0.0 |" in text
     # Hexominoes' mean is within one point; stripes' (-5.5) is not.
     assert "PrediNet within one point of the paper's mean (the mean over seeds): 1 of 2" in text
+
+
+def test_runs_of_the_supplements_adam_get_their_own_directories_rows_and_no_summary_count():
+    assert os.path.basename(reproduce.run_dir("/r", "same", "mha", 100, 0, 20, "adam")) == (
+        "same_mha_100b_20train_seed0_adam")
+    assert os.path.basename(reproduce.run_dir("/r", "same", "mha", 100, 0, 20)) == (
+        "same_mha_100b_20train_seed0")
+    assert os.path.basename(reproduce.curriculum_dir("/r", "A", "mha", 100, 1, 20, "adam")) == (
+        "curriculum_A_mha_100b_20train_seed1_adam")
+
+    def run(accuracy, optimizer):
+        return {"hexominoes": accuracy, "stripes": accuracy, "num_batches": 100_000,
+                "num_train_examples": 250_000, "minutes": 1.0, "load_average": 2.5, "seed": 0,
+                "optimizer": optimizer}
+    # SGD (the paper's setting) misses by 5 points; the Adam run is within one but not counted.
+    text = reproduce.table1_markdown({("same", "predinet"): [run(0.95, "sgd"),
+                                                             run(0.999, "adam")],
+                                      ("between", "predinet"): [run(0.99, "adam")]})
+    rows = [line for line in text.splitlines() if line.startswith("| same | hexominoes | Pred")]
+    assert [row.split(" | ")[2:5] for row in rows] == [["PrediNet (Adam 0.0001)", "0", "99.9"],
+                                                        ["PrediNet", "0", "95.0"]]
+    assert "mean over seeds): 0 of 4 finished cells" in text
+    with pytest.raises(ValueError, match="`optimizer`: expected one of \\['sgd', 'adam'\\]"):
+        reproduce.run("table1", "/nonexistent", optimizer="rmsprop")
+
+
+@pytest.mark.slow
+def test_an_adam_cell_trains_with_adam_at_the_supplements_rate(tmp_path):
+    import keras
+
+    import keras_relational.layers  # noqa: F401  (registers the layers for load_model)
+
+    root = str(tmp_path / "runs")
+    text = reproduce.run("table1", root, tasks=("same",), centrals=("mlp1",), optimizer="adam",
+                         **dict(TINY, central_kwargs=None))
+    assert "| same | hexominoes | MLP1 (Adam 0.0001) | 0 |" in text
+    directory = reproduce.run_dir(root, "same", "mlp1", 2, 0, 20, "adam")
+    with open(os.path.join(directory, "meta.json")) as f:
+        assert json.load(f)["optimizer"] == "adam"
+    model = keras.saving.load_model(os.path.join(directory, "model.keras"))
+    assert type(model.optimizer).__name__ == "Adam"
+    assert float(model.optimizer.learning_rate) == pytest.approx(1e-4)
