@@ -108,35 +108,51 @@ PAPER = {
 }
 
 
-def _optimizer_suffix(optimizer):
-    return "" if optimizer == "sgd" else f"_{optimizer}"
+# Settings a run may change from its default: a run with another value gets its own directory
+# (the value as a suffix) and rows (the value in the architecture column), and the summary
+# counts only runs with every default (the paper's SGD; the spec's xoccurs reading).
+VARIANT_DEFAULTS = {"optimizer": "sgd", "xoccurs_negatives": "exclusive"}
+VARIANT_CHOICES = {"optimizer": tuple(OPTIMIZERS),
+                            "xoccurs_negatives": ("exclusive", "both_readings")}
+
+
+def _variant(settings):
+    """The non-default settings of a run (its meta dict or the arguments it was started with),
+    as ``((name, value), ...)``; a run from before a setting was recorded used its default."""
+    return tuple((name, settings.get(name, default)) for name, default in VARIANT_DEFAULTS.items()
+                 if settings.get(name, default) != default)
+
+
+def _variant_suffix(settings):
+    return "".join(f"_{value}" for _, value in _variant(settings))
+
+
+def _variant_label(settings):
+    labels = [f"{value.capitalize()} {OPTIMIZERS[value]:g}" if name == "optimizer"
+              else f"{name.replace('_', ' ')}: {value.replace('_', ' ')}"
+              for name, value in _variant(settings)]
+    return f" ({', '.join(labels)})" if labels else ""
 
 
 def run_dir(root_dir, task, central, num_batches, seed, num_train_examples=PAPER_TRAIN_EXAMPLES,
-            optimizer="sgd"):
-    """A Table 1 cell's directory, named by everything that tells its runs apart."""
+            **variant):
+    """A Table 1 cell's directory, named by everything that tells its runs apart (``variant``:
+    settings of ``VARIANT_DEFAULTS`` given another value)."""
     return os.path.join(root_dir, f"{task}_{central}_{num_batches}b_{num_train_examples}train_"
-                                  f"seed{seed}{_optimizer_suffix(optimizer)}")
+                                  f"seed{seed}{_variant_suffix(variant)}")
 
 
 def curriculum_dir(root_dir, combination, central, num_batches, seed,
-                   num_train_examples=PAPER_TRAIN_EXAMPLES, optimizer="sgd"):
+                   num_train_examples=PAPER_TRAIN_EXAMPLES, **variant):
     """A curriculum cell's directory (one sub-directory per stage inside)."""
     return os.path.join(root_dir, f"curriculum_{combination}_{central}_{num_batches}b_"
                                   f"{num_train_examples}train_seed{seed}"
-                                  f"{_optimizer_suffix(optimizer)}")
-
-
-def _optimizer(run):
-    """The run's optimizer (runs from before it was recorded used SGD, the only one then)."""
-    return run.get("optimizer", "sgd")
+                                  f"{_variant_suffix(variant)}")
 
 
 def _architecture(central, run):
-    """The architecture's name, with the optimizer where it is not the paper's SGD."""
-    optimizer = _optimizer(run)
-    return NAMES[central] + ("" if optimizer == "sgd" else
-                             f" ({optimizer.capitalize()} {OPTIMIZERS[optimizer]:g})")
+    """The architecture's name, with the run's non-default settings."""
+    return NAMES[central] + _variant_label(run)
 
 
 def _read_json(path, default=None):
@@ -212,13 +228,13 @@ def table1_cells():
 
 
 def _seed_groups(runs):
-    """``{(optimizer is SGD, num_batches, training images, optimizer): [runs]}`` in the table's
-    order (seeds of one setting together; the paper's SGD last)."""
+    """``{(all defaults, num_batches, training images, variant): [runs]}`` in the table's order
+    (seeds of one setting together; the runs with every default last)."""
     groups = {}
-    for run in sorted(runs, key=lambda run: (_optimizer(run) == "sgd", _optimizer(run),
+    for run in sorted(runs, key=lambda run: (not _variant(run), _variant(run),
                                               _train_images(run), run["num_batches"],
                                               run.get("seed", 0))):
-        key = (_optimizer(run) == "sgd", run["num_batches"], _train_images(run), _optimizer(run))
+        key = (not _variant(run), run["num_batches"], _train_images(run), _variant(run))
         groups.setdefault(key, []).append(run)
     return groups
 
@@ -283,10 +299,10 @@ def table1_markdown(results):
                         f"mean of {len(group)} | "
                         f"{text} | {batches:,} | {_train_images_text(group[0])} | | | {paper} | "
                         f"{_difference(seeds_mean, mean)} |")
-            # The summary counts the setting closest to the paper's (SGD, then most batches, then
-            # images); a cell with only another optimizer's runs counts as finished, not matched.
+            # The summary counts the setting closest to the paper's (defaults, most batches, then
+            # images); a cell with only runs of other settings counts as finished, not matched.
             best = groups[max(groups)]
-            paper_setting = _optimizer(best[0]) == "sgd"
+            paper_setting = not _variant(best[0])
             if central == "predinet":
                 predinet_cells += 1
                 ours, _ = _seed_mean(best, object_set)
@@ -317,7 +333,7 @@ def curricula_markdown(results, combinations, centrals):
             if not cells:
                 lines.append(f"{head} {NAMES[central]} | |" + " not run |" * len(lib.STAGES)
                              + f" | | {PAPER_CURRICULA[name]} |")
-            for cell in sorted(cells, key=lambda cell: (_optimizer(cell), cell.get("seed", 0))):
+            for cell in sorted(cells, key=lambda cell: (_variant(cell), cell.get("seed", 0))):
                 stages = cell["stages"]
                 accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
                 batches = "/".join(f"{stages[s]['num_batches']:,}" for s in lib.STAGES)
@@ -438,13 +454,16 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         combinations=tuple(COMBINATIONS), centrals=CENTRALS, seeds=(0,), num_batches=100_000,
         max_minutes_per_cell=15.0, num_train_examples=PAPER_TRAIN_EXAMPLES, num_eval_examples=5_000,
         eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
-        plot=False, optimizer="sgd", **train_kwargs):
+        plot=False, optimizer="sgd", xoccurs_negatives="exclusive", **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
 
     ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
     ``plot``: with ``mode="curricula"`` and an ``output``, also draw ``plot_curricula``'s PNGs.
     ``optimizer``: ``"sgd"`` (the paper's, lr 0.01) or ``"adam"`` (the Supplement's, lr 1e-4);
     runs of another optimizer than SGD get their own directories and rows.
+    ``xoccurs_negatives``: the generator's ``xoccurs`` negatives (``"exclusive"``, the default, or
+    ``"both_readings"``; ``RelationsGame``); ``xoccurs`` runs of the latter get their own
+    directories and rows.
 
     ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
@@ -453,6 +472,10 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"`optimizer`: expected one of {list(OPTIMIZERS)}, received "
                          f"{optimizer!r}.")
+    if xoccurs_negatives not in VARIANT_CHOICES["xoccurs_negatives"]:
+        raise ValueError(f"`xoccurs_negatives`: expected one of "
+                         f"{list(VARIANT_CHOICES['xoccurs_negatives'])}, received "
+                         f"{xoccurs_negatives!r}.")
     if output and os.path.splitext(output)[1] in (".md", ".json"):
         output = os.path.splitext(output)[0]
     settings = dict(seeds=list(seeds), num_batches=num_batches,
@@ -466,18 +489,21 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
             for name in names:
                 for central in centrals:
                     if mode == "table1":
+                        variant = {"optimizer": optimizer}
+                        if name == "xoccurs":
+                            variant["xoccurs_negatives"] = xoccurs_negatives
                         directory = run_dir(root_dir, name, central, num_batches, seed,
-                                            num_train_examples, optimizer)
-                        meta = {"task": name, "central": central, "seed": seed,
-                                "optimizer": optimizer}
+                                            num_train_examples, **variant)
+                        meta = {"task": name, "central": central, "seed": seed, **variant}
                         protocol = {"task": name}
                     else:
+                        variant = {"optimizer": optimizer}  # no combination has xoccurs
                         directory = curriculum_dir(root_dir, name, central, num_batches, seed,
-                                                   num_train_examples, optimizer)
+                                                   num_train_examples, **variant)
                         target, curriculum, _ = COMBINATIONS[name]
                         meta = {"combination": name, "task": target,
                                 "curriculum_task": curriculum, "central": central, "seed": seed,
-                                "optimizer": optimizer}
+                                **variant}
                         protocol = {"task": target, "curriculum_task": curriculum}
                     if os.path.exists(os.path.join(directory, "results.json")):
                         continue
@@ -494,6 +520,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                         num_eval_examples=num_eval_examples, eval_interval=eval_interval,
                         seed=seed, export=False, time_limit_s=60.0 * max_minutes_per_cell,
                         optimizer=optimizer, learning_rate=OPTIMIZERS[optimizer],
+                        xoccurs_negatives=xoccurs_negatives,
                         **protocol, **train_kwargs)
                     meta["minutes"] = (time.time() - start) / 60.0
                     meta["max_minutes_per_cell"] = max_minutes_per_cell
@@ -532,6 +559,11 @@ def define_flags():
                          "granularity of the time cap and of the curves).")
     flags.DEFINE_enum("optimizer", "sgd", list(OPTIMIZERS), "sgd: the paper's (lr 0.01); adam: "
                       "the Supplement's variant (lr 1e-4, Figs. S12, S14, S15), in its own run "
+                      "directories and rows.")
+    flags.DEFINE_enum("xoccurs_negatives", "exclusive",
+                      list(VARIANT_CHOICES["xoccurs_negatives"]),
+                      "xoccurs negatives: exclusive (none or two copies of the top object; the "
+                      "spec's reading) or both_readings (none or three), in their own run "
                       "directories and rows.")
     flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
     flags.DEFINE_bool("plot", False, "--mode=curricula: also draw <output>_<combination>.png, "
@@ -580,7 +612,8 @@ def main(argv):
         max_minutes_per_cell=FLAGS.max_minutes_per_cell,
         num_train_examples=FLAGS.num_train_examples, num_eval_examples=FLAGS.num_eval_examples,
         eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only,
-        session_minutes=FLAGS.session_minutes, plot=FLAGS.plot, optimizer=FLAGS.optimizer)
+        session_minutes=FLAGS.session_minutes, plot=FLAGS.plot, optimizer=FLAGS.optimizer,
+        xoccurs_negatives=FLAGS.xoccurs_negatives)
 
 
 if __name__ == "__main__":

@@ -163,13 +163,14 @@ def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
 def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size, optimizer,
                 learning_rate, eval_interval, seed, stage_name, early_stopping_accuracy=None,
                 num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0,
-                time_limit_s=None, dtype_policy="float32"):
+                time_limit_s=None, dtype_policy="float32", data_settings=None):
     """Trains ``model`` (already frozen / re-initialised as the stage requires) in ``stage_dir``.
 
     Returns ``{"<object set>": final held-out accuracy, ..., "num_batches": batches trained,
     "stopped_by_time_limit": bool}``. Training stops early at the first evaluation after
     ``time_limit_s`` seconds (if set). A stage whose ``results.json`` exists is not trained
-    again: its final weights are loaded.
+    again: its final weights are loaded. ``data_settings`` (a dict, e.g. the generator's
+    options) is recorded in the results.
     """
     os.makedirs(stage_dir, exist_ok=True)
     results_path = os.path.join(stage_dir, "results.json")
@@ -208,6 +209,7 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     results["stopped_by_time_limit"] = monitor.stopped_by_time_limit
 
     results["dtype_policy"] = dtype_policy
+    results.update(data_settings or {})
     faults.point("export")  # the fault tests kill here: results.json is not written yet
     # Each output whole or absent (a kill here re-runs this export, never reads half of one).
     whole_files.write_whole(final_weights, model.save_weights)
@@ -220,8 +222,12 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     return results
 
 
-def _generate(task, object_set, num_examples, seed):
-    return relations_game.generate(task, object_set, num_examples, seed=seed)
+XOCCURS_NEGATIVES = ("exclusive", "both_readings")
+
+
+def _generate(task, object_set, num_examples, seed, xoccurs_negatives="exclusive"):
+    return relations_game.generate(task, object_set, num_examples, seed=seed,
+                                   xoccurs_negatives=xoccurs_negatives)
 
 
 def load_eval_files(paths, num_classes=None):
@@ -261,7 +267,7 @@ def train_eval(
     data_file=None,
     eval_files=None,
     time_limit_s=None,
-
+    xoccurs_negatives="exclusive",
     dtype_policy="float32",
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
@@ -301,7 +307,10 @@ def train_eval(
         time_limit_s: stop each training run (each stage) at its first held-out evaluation
             after this many seconds; the run counts as finished (``"stopped_by_time_limit"``
             and the batches actually trained are in its results).
-
+        xoccurs_negatives: the generator's ``xoccurs`` negatives (``RelationsGame``):
+            ``"exclusive"`` (half none, half two copies of the top object; the default) or
+            ``"both_readings"`` (half none, half three copies); recorded in the results of an
+            ``xoccurs`` run.
         dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
             by ``compile``); recorded in every ``results.json``.
 
@@ -310,6 +319,7 @@ def train_eval(
         Protocol: ``{stage name: that dict}`` for the 4 stages.
     """
     validation.check_dtype_policy("train_eval", dtype_policy)
+    validation.check_one_of("xoccurs_negatives", xoccurs_negatives, XOCCURS_NEGATIVES)
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     strategy = distribution_lib.get_strategy(distribution_strategy)
     for name in (task, curriculum_task) if curriculum_task else (task,):
@@ -329,19 +339,23 @@ def train_eval(
                   eval_interval=eval_interval, early_stopping_accuracy=early_stopping_accuracy,
                   num_monitor_examples=num_monitor_examples,
                   steps_per_execution=steps_per_execution, export=export, verbose=verbose,
-                  time_limit_s=time_limit_s, dtype_policy=dtype_policy)
+                  time_limit_s=time_limit_s, dtype_policy=dtype_policy,
+                  data_settings=({"xoccurs_negatives": xoccurs_negatives}
+                                 if "xoccurs" in (task, curriculum_task) else None))
 
     def data_for(name, offset, train_file=None, eval_paths=None):
         if train_file:
             train = relations_game.load_npz(train_file, num_classes=num_classes)
         else:
             train = _generate(name, "pentominoes", num_train_examples,
-                              validation.offset_seed("seed", seed, offset, scale=1000))
+                              validation.offset_seed("seed", seed, offset, scale=1000),
+                              xoccurs_negatives)
         if eval_paths:
             evals = load_eval_files(eval_paths, num_classes)
         else:
             evals = {s: _generate(name, s, num_eval_examples,
-                                  validation.offset_seed("seed", seed, offset + 1 + i, scale=1000))
+                                  validation.offset_seed("seed", seed, offset + 1 + i, scale=1000),
+                                  xoccurs_negatives)
                      for i, s in enumerate(held_out_sets(name))}
         return train, evals
 

@@ -52,6 +52,10 @@ flags.DEFINE_string("data_file", None, "Train on this .npz file in DeepMind's re
 flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separated, DeepMind's "
                   "layout) instead of generated hexominoes and stripes.")
 
+flags.DEFINE_enum("xoccurs_negatives", "exclusive", list(relations_game_lib.XOCCURS_NEGATIVES),
+                  "xoccurs negatives: exclusive (none or two copies of the top object) or "
+                  "both_readings (none or three), see RelationsGame.")
+
 console.define_dtype_policy_flag()
 console.require_ranges({
     "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
@@ -85,7 +89,7 @@ def main(argv):
         distribution_strategy=FLAGS.distribution_strategy,
         data_file=FLAGS.data_file,
         eval_files=FLAGS.eval_file,
-
+        xoccurs_negatives=FLAGS.xoccurs_negatives,
         dtype_policy=FLAGS.dtype_policy,
     )
     print(results)

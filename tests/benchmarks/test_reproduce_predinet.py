@@ -179,11 +179,16 @@ def test_table1_seeds_of_one_setting_get_a_mean_row_that_the_summary_counts():
 
 
 def test_runs_of_the_supplements_adam_get_their_own_directories_rows_and_no_summary_count():
-    assert os.path.basename(reproduce.run_dir("/r", "same", "mha", 100, 0, 20, "adam")) == (
+    assert os.path.basename(reproduce.run_dir("/r", "same", "mha", 100, 0, 20,
+                                              optimizer="adam")) == (
         "same_mha_100b_20train_seed0_adam")
+    assert os.path.basename(reproduce.run_dir(
+        "/r", "xoccurs", "mha", 100, 0, 20, optimizer="sgd",
+        xoccurs_negatives="both_readings")) == "xoccurs_mha_100b_20train_seed0_both_readings"
     assert os.path.basename(reproduce.run_dir("/r", "same", "mha", 100, 0, 20)) == (
         "same_mha_100b_20train_seed0")
-    assert os.path.basename(reproduce.curriculum_dir("/r", "A", "mha", 100, 1, 20, "adam")) == (
+    assert os.path.basename(reproduce.curriculum_dir("/r", "A", "mha", 100, 1, 20,
+                                                     optimizer="adam")) == (
         "curriculum_A_mha_100b_20train_seed1_adam")
 
     def run(accuracy, optimizer):
@@ -212,9 +217,30 @@ def test_an_adam_cell_trains_with_adam_at_the_supplements_rate(tmp_path):
     text = reproduce.run("table1", root, tasks=("same",), centrals=("mlp1",), optimizer="adam",
                          **dict(TINY, central_kwargs=None))
     assert "| same | hexominoes | MLP1 (Adam 0.0001) | 0 |" in text
-    directory = reproduce.run_dir(root, "same", "mlp1", 2, 0, 20, "adam")
+    directory = reproduce.run_dir(root, "same", "mlp1", 2, 0, 20, optimizer="adam")
     with open(os.path.join(directory, "meta.json")) as f:
         assert json.load(f)["optimizer"] == "adam"
     model = keras.saving.load_model(os.path.join(directory, "model.keras"))
     assert type(model.optimizer).__name__ == "Adam"
     assert float(model.optimizer.learning_rate) == pytest.approx(1e-4)
+
+
+@pytest.mark.slow
+def test_xoccurs_with_the_other_readings_negatives_is_a_row_of_its_own(tmp_path):
+    root = str(tmp_path / "runs")
+    tiny = dict(TINY, central_kwargs=None)
+    reproduce.run("table1", root, tasks=("xoccurs",), centrals=("mlp1",), **tiny)
+    text = reproduce.run("table1", root, tasks=("xoccurs", "same"), centrals=("mlp1",),
+                         xoccurs_negatives="both_readings", **tiny)
+    rows = [line for line in text.splitlines() if line.startswith("| xoccurs | stripes | MLP1")]
+    assert [row.split(" | ")[2] for row in rows] == [
+        "MLP1 (xoccurs negatives: both readings)", "MLP1"]
+    # The option only changes xoccurs: `same` ran once, in its usual directory.
+    assert sorted(os.listdir(root)) == ["same_mlp1_2b_20train_seed0",
+                                        "xoccurs_mlp1_2b_20train_seed0",
+                                        "xoccurs_mlp1_2b_20train_seed0_both_readings"]
+    with open(os.path.join(root, "xoccurs_mlp1_2b_20train_seed0_both_readings",
+                           "results.json")) as f:
+        assert json.load(f)["xoccurs_negatives"] == "both_readings"  # recorded by train_eval
+    with pytest.raises(ValueError, match="`xoccurs_negatives`: expected one of"):
+        reproduce.run("table1", root, xoccurs_negatives="both")
