@@ -47,13 +47,14 @@ def kind_order(task):
     return [f"{n} copies" for n in range(4)] if task in ("occurs", "xoccurs") else list(PAIR_KINDS)
 
 
-def sample_with_kinds(task, object_set, num_examples, seed):
+def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
     """``(data, kinds)``: ``num_examples`` generated examples (the dict of
-    ``relations_game.generate``) and the kind of each."""
+    ``relations_game.generate``; ``generator_kwargs`` go to ``RelationsGame``) and the kind of
+    each."""
     from keras_relational.environments.relations_game.generator import RelationsGame
     from keras_relational.environments.relations_game.rendering import render
 
-    game = RelationsGame(task, object_set, seed=seed)
+    game = RelationsGame(task, object_set, seed=seed, **generator_kwargs)
     images = np.zeros((num_examples, 36, 36, 3), dtype=np.uint8)
     labels = np.zeros(num_examples, dtype=np.int64)
     tasks = np.zeros(num_examples, dtype=np.int64)
@@ -66,18 +67,22 @@ def sample_with_kinds(task, object_set, num_examples, seed):
 
 
 def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
-    """``{object_set: {"accuracy", "kinds": {kind: {"accuracy", "count"}}}}`` of one run."""
+    """``{object_set: {"accuracy", "kinds": {kind: {"accuracy", "count"}}}}`` of one run, on
+    data drawn as its training data was (its ``xoccurs_negatives``)."""
     import keras
 
     import keras_relational.layers  # noqa: F401  (registers the layers for load_model)
     from keras_relational.experiments import relations_game_lib as lib
 
     with open(os.path.join(run_dir, "meta.json")) as f:
-        task = json.load(f)["task"]
+        meta = json.load(f)
+    task = meta["task"]
+    generator_kwargs = ({"xoccurs_negatives": meta.get("xoccurs_negatives", "exclusive")}
+                        if task == "xoccurs" else {})
     model = keras.saving.load_model(os.path.join(run_dir, "model.keras"))
     analysis = {}
     for object_set in ("pentominoes",) + lib.held_out_sets(task):
-        data, kinds = sample_with_kinds(task, object_set, num_examples, seed)
+        data, kinds = sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs)
         logits = model.predict(lib.make_dataset(data, batch_size), verbose=0)
         correct = np.argmax(logits, -1) == data["labels"]
         kinds = np.array(kinds)
@@ -139,7 +144,9 @@ def run(root_dir, tasks=TASKS, num_examples=4_000, seed=2024, output=None, comma
                         "analysis": analyse_run(directory, num_examples, seed)})
     text = (f"Relations Game: accuracy of the Table 1 models by kind of example (cells: accuracy % "
             f"(examples)), on {num_examples:,} fresh images per object set (seed {seed}); "
-            f"pentominoes are the training objects in new images.\n\n" + markdown(records))
+            f"pentominoes are the training objects in new images. Each run is measured on data "
+            f"drawn as its training data was (a `..._both_readings` xoccurs run on negatives "
+            f"with no copy or three copies).\n\n" + markdown(records))
     if output:
         results_io.write_markdown(f"{output}.md", text, command=command)
         results_io.write_json(f"{output}.json", {"num_examples": num_examples, "seed": seed,

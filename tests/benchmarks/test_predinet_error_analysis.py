@@ -57,3 +57,10 @@ def test_a_tiny_run_is_analysed_into_results_files(tmp_path):
         assert overall == pytest.approx(result["accuracy"])
     with open(output + ".md") as f:
         assert f.readline().startswith("Written by `pytest tiny`")
+
+
+def test_both_readings_negatives_have_no_copy_or_three():
+    data, kinds = analysis.sample_with_kinds("xoccurs", "hexominoes", 400, seed=3,
+                                             xoccurs_negatives="both_readings")
+    assert set(kinds) == {"0 copies", "1 copies", "3 copies"}
+    np.testing.assert_array_equal(data["labels"], [kind == "1 copies" for kind in kinds])
