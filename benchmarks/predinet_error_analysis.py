@@ -68,7 +68,8 @@ def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
 
 def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     """``{object_set: {"accuracy", "kinds": {kind: {"accuracy", "count"}}}}`` of one run, on
-    data drawn as its training data was (its ``xoccurs_negatives``)."""
+    data drawn as its training data was (its ``xoccurs_negatives`` or
+    ``colour_shape_layout``)."""
     import keras
 
     import keras_relational.layers  # noqa: F401  (registers the layers for load_model)
@@ -77,8 +78,10 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     with open(os.path.join(run_dir, "meta.json")) as f:
         meta = json.load(f)
     task = meta["task"]
-    generator_kwargs = ({"xoccurs_negatives": meta.get("xoccurs_negatives", "exclusive")}
-                        if task == "xoccurs" else {})
+    # The generator's options the run was trained with (absent: the defaults).
+    generator_kwargs = {option: meta[option] for option in ("xoccurs_negatives",
+                                                            "colour_shape_layout")
+                        if option in meta}
     model = keras.saving.load_model(os.path.join(run_dir, "model.keras"))
     analysis = {}
     for object_set in ("pentominoes",) + lib.held_out_sets(task):

@@ -111,9 +111,12 @@ PAPER = {
 # Settings a run may change from its default: a run with another value gets its own directory
 # (the value as a suffix) and rows (the value in the architecture column), and the summary
 # counts only runs with every default (the paper's SGD; the spec's xoccurs reading).
-VARIANT_DEFAULTS = {"optimizer": "sgd", "xoccurs_negatives": "exclusive"}
+# The generator's options apply to one task each (relations_game_lib.GENERATOR_OPTIONS).
 VARIANT_CHOICES = {"optimizer": tuple(OPTIMIZERS),
-                            "xoccurs_negatives": ("exclusive", "both_readings")}
+                   "xoccurs_negatives": ("exclusive", "both_readings"),
+                   "colour_shape_layout": ("random", "column_pair")}
+VARIANT_DEFAULTS = {name: choices[0] for name, choices in VARIANT_CHOICES.items()}
+OPTION_TASKS = {"xoccurs_negatives": "xoccurs", "colour_shape_layout": "colour_and_or_shape"}
 
 
 def _variant(settings):
@@ -454,7 +457,8 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         combinations=tuple(COMBINATIONS), centrals=CENTRALS, seeds=(0,), num_batches=100_000,
         max_minutes_per_cell=15.0, num_train_examples=PAPER_TRAIN_EXAMPLES, num_eval_examples=5_000,
         eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
-        plot=False, optimizer="sgd", xoccurs_negatives="exclusive", **train_kwargs):
+        plot=False, optimizer="sgd", xoccurs_negatives="exclusive", colour_shape_layout="random",
+        **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
 
     ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
@@ -463,7 +467,8 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     runs of another optimizer than SGD get their own directories and rows.
     ``xoccurs_negatives``: the generator's ``xoccurs`` negatives (``"exclusive"``, the default, or
     ``"both_readings"``; ``RelationsGame``); ``xoccurs`` runs of the latter get their own
-    directories and rows.
+    directories and rows. ``colour_shape_layout``: likewise for ``colour_and_or_shape``
+    (``"random"``, the default, or ``"column_pair"``).
 
     ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
@@ -472,10 +477,12 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"`optimizer`: expected one of {list(OPTIMIZERS)}, received "
                          f"{optimizer!r}.")
-    if xoccurs_negatives not in VARIANT_CHOICES["xoccurs_negatives"]:
-        raise ValueError(f"`xoccurs_negatives`: expected one of "
-                         f"{list(VARIANT_CHOICES['xoccurs_negatives'])}, received "
-                         f"{xoccurs_negatives!r}.")
+    options = {"xoccurs_negatives": xoccurs_negatives,
+               "colour_shape_layout": colour_shape_layout}
+    for option, value in options.items():
+        if value not in VARIANT_CHOICES[option]:
+            raise ValueError(f"`{option}`: expected one of {list(VARIANT_CHOICES[option])}, "
+                             f"received {value!r}.")
     if output and os.path.splitext(output)[1] in (".md", ".json"):
         output = os.path.splitext(output)[0]
     settings = dict(seeds=list(seeds), num_batches=num_batches,
@@ -490,14 +497,15 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                 for central in centrals:
                     if mode == "table1":
                         variant = {"optimizer": optimizer}
-                        if name == "xoccurs":
-                            variant["xoccurs_negatives"] = xoccurs_negatives
+                        variant.update({option: value for option, value in options.items()
+                                        if OPTION_TASKS[option] == name})
                         directory = run_dir(root_dir, name, central, num_batches, seed,
                                             num_train_examples, **variant)
                         meta = {"task": name, "central": central, "seed": seed, **variant}
                         protocol = {"task": name}
                     else:
-                        variant = {"optimizer": optimizer}  # no combination has xoccurs
+                        # No combination has xoccurs or colour_and_or_shape.
+                        variant = {"optimizer": optimizer}
                         directory = curriculum_dir(root_dir, name, central, num_batches, seed,
                                                    num_train_examples, **variant)
                         target, curriculum, _ = COMBINATIONS[name]
@@ -520,7 +528,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                         num_eval_examples=num_eval_examples, eval_interval=eval_interval,
                         seed=seed, export=False, time_limit_s=60.0 * max_minutes_per_cell,
                         optimizer=optimizer, learning_rate=OPTIMIZERS[optimizer],
-                        xoccurs_negatives=xoccurs_negatives,
+                        **options,
                         **protocol, **train_kwargs)
                     meta["minutes"] = (time.time() - start) / 60.0
                     meta["max_minutes_per_cell"] = max_minutes_per_cell
@@ -565,6 +573,11 @@ def define_flags():
                       "xoccurs negatives: exclusive (none or two copies of the top object; the "
                       "spec's reading) or both_readings (none or three), in their own run "
                       "directories and rows.")
+    flags.DEFINE_enum("colour_shape_layout", "random",
+                      list(VARIANT_CHOICES["colour_shape_layout"]),
+                      "colour_and_or_shape: two random cells (the paper's 'randomly placed') or "
+                      "column_pair (rows 0 and 2 of one column, as in DeepMind's released "
+                      "samples), in their own run directories and rows.")
     flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
     flags.DEFINE_bool("plot", False, "--mode=curricula: also draw <output>_<combination>.png, "
                       "the target's held-out curves in stages 1, 3 and 4 (needs matplotlib).")
@@ -613,7 +626,8 @@ def main(argv):
         num_train_examples=FLAGS.num_train_examples, num_eval_examples=FLAGS.num_eval_examples,
         eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only,
         session_minutes=FLAGS.session_minutes, plot=FLAGS.plot, optimizer=FLAGS.optimizer,
-        xoccurs_negatives=FLAGS.xoccurs_negatives)
+        xoccurs_negatives=FLAGS.xoccurs_negatives,
+        colour_shape_layout=FLAGS.colour_shape_layout)
 
 
 if __name__ == "__main__":

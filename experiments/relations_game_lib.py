@@ -222,12 +222,17 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     return results
 
 
-XOCCURS_NEGATIVES = ("exclusive", "both_readings")
+# The generator's options for one task each (RelationsGame): {option: (task, choices)}; the
+# first choice is the default.
+GENERATOR_OPTIONS = {"xoccurs_negatives": ("xoccurs", ("exclusive", "both_readings")),
+                     "colour_shape_layout": ("colour_and_or_shape", ("random", "column_pair"))}
+XOCCURS_NEGATIVES = GENERATOR_OPTIONS["xoccurs_negatives"][1]
+COLOUR_SHAPE_LAYOUTS = GENERATOR_OPTIONS["colour_shape_layout"][1]
 
 
-def _generate(task, object_set, num_examples, seed, xoccurs_negatives="exclusive"):
+def _generate(task, object_set, num_examples, seed, generator_options=None):
     return relations_game.generate(task, object_set, num_examples, seed=seed,
-                                   xoccurs_negatives=xoccurs_negatives)
+                                   **(generator_options or {}))
 
 
 def load_eval_files(paths, num_classes=None):
@@ -268,6 +273,7 @@ def train_eval(
     eval_files=None,
     time_limit_s=None,
     xoccurs_negatives="exclusive",
+    colour_shape_layout="random",
     dtype_policy="float32",
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
@@ -311,6 +317,10 @@ def train_eval(
             ``"exclusive"`` (half none, half two copies of the top object; the default) or
             ``"both_readings"`` (half none, half three copies); recorded in the results of an
             ``xoccurs`` run.
+        colour_shape_layout: where ``colour_and_or_shape`` puts its two objects
+            (``RelationsGame``): ``"random"`` (two random cells; the default, the paper's
+            "randomly placed") or ``"column_pair"`` (rows 0 and 2 of one column, as in DeepMind's
+            released samples); recorded in the results of a ``colour_and_or_shape`` run.
         dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
             by ``compile``); recorded in every ``results.json``.
 
@@ -319,7 +329,10 @@ def train_eval(
         Protocol: ``{stage name: that dict}`` for the 4 stages.
     """
     validation.check_dtype_policy("train_eval", dtype_policy)
-    validation.check_one_of("xoccurs_negatives", xoccurs_negatives, XOCCURS_NEGATIVES)
+    generator_options = {"xoccurs_negatives": xoccurs_negatives,
+                         "colour_shape_layout": colour_shape_layout}
+    for option, value in generator_options.items():
+        validation.check_one_of(option, value, GENERATOR_OPTIONS[option][1])
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     strategy = distribution_lib.get_strategy(distribution_strategy)
     for name in (task, curriculum_task) if curriculum_task else (task,):
@@ -340,8 +353,8 @@ def train_eval(
                   num_monitor_examples=num_monitor_examples,
                   steps_per_execution=steps_per_execution, export=export, verbose=verbose,
                   time_limit_s=time_limit_s, dtype_policy=dtype_policy,
-                  data_settings=({"xoccurs_negatives": xoccurs_negatives}
-                                 if "xoccurs" in (task, curriculum_task) else None))
+                  data_settings={option: value for option, value in generator_options.items()
+                                 if GENERATOR_OPTIONS[option][0] in (task, curriculum_task)})
 
     def data_for(name, offset, train_file=None, eval_paths=None):
         if train_file:
@@ -349,13 +362,13 @@ def train_eval(
         else:
             train = _generate(name, "pentominoes", num_train_examples,
                               validation.offset_seed("seed", seed, offset, scale=1000),
-                              xoccurs_negatives)
+                              generator_options)
         if eval_paths:
             evals = load_eval_files(eval_paths, num_classes)
         else:
             evals = {s: _generate(name, s, num_eval_examples,
                                   validation.offset_seed("seed", seed, offset + 1 + i, scale=1000),
-                                  xoccurs_negatives)
+                                  generator_options)
                      for i, s in enumerate(held_out_sets(name))}
         return train, evals
 

@@ -55,6 +55,9 @@ flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separa
 flags.DEFINE_enum("xoccurs_negatives", "exclusive", list(relations_game_lib.XOCCURS_NEGATIVES),
                   "xoccurs negatives: exclusive (none or two copies of the top object) or "
                   "both_readings (none or three), see RelationsGame.")
+flags.DEFINE_enum("colour_shape_layout", "random", list(relations_game_lib.COLOUR_SHAPE_LAYOUTS),
+                  "colour_and_or_shape: two random cells (the paper) or column_pair (rows 0 and "
+                  "2 of one column, as in DeepMind's released samples).")
 
 console.define_dtype_policy_flag()
 console.require_ranges({
@@ -90,6 +93,7 @@ def main(argv):
         data_file=FLAGS.data_file,
         eval_files=FLAGS.eval_file,
         xoccurs_negatives=FLAGS.xoccurs_negatives,
+        colour_shape_layout=FLAGS.colour_shape_layout,
         dtype_policy=FLAGS.dtype_policy,
     )
     print(results)

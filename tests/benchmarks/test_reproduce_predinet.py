@@ -244,3 +244,17 @@ def test_xoccurs_with_the_other_readings_negatives_is_a_row_of_its_own(tmp_path)
         assert json.load(f)["xoccurs_negatives"] == "both_readings"  # recorded by train_eval
     with pytest.raises(ValueError, match="`xoccurs_negatives`: expected one of"):
         reproduce.run("table1", root, xoccurs_negatives="both")
+
+
+@pytest.mark.slow
+def test_colour_and_or_shape_in_column_pairs_is_a_row_of_its_own(tmp_path):
+    root = str(tmp_path / "runs")
+    text = reproduce.run("table1", root, tasks=("colour_and_or_shape",), centrals=("mlp1",),
+                         colour_shape_layout="column_pair", **dict(TINY, central_kwargs=None))
+    assert "| colour_and_or_shape | hexominoes | MLP1 (colour shape layout: column pair) | 0 |" in (
+        text)
+    directory = os.path.join(root, "colour_and_or_shape_mlp1_2b_20train_seed0_column_pair")
+    with open(os.path.join(directory, "results.json")) as f:
+        assert json.load(f)["colour_shape_layout"] == "column_pair"
+    with pytest.raises(ValueError, match="`colour_shape_layout`: expected one of"):
+        reproduce.run("table1", root, colour_shape_layout="rows")

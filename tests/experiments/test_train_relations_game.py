@@ -107,6 +107,8 @@ def test_errors_name_the_argument(tmp_path):
         lib.make_optimizer("rmsprop", 0.1)
     with pytest.raises(ValueError, match=r"`xoccurs_negatives`.*'both_readings'.*'three'"):
         lib.train_eval(str(tmp_path), task="xoccurs", xoccurs_negatives="three")
+    with pytest.raises(ValueError, match=r"`colour_shape_layout`.*'column_pair'.*'rows'"):
+        lib.train_eval(str(tmp_path), task="colour_and_or_shape", colour_shape_layout="rows")
     with pytest.raises(ValueError, match=r"`stage`.*2"):
         lib.freeze_for_stage(models.build_model("mlp1"), 2)
 
