@@ -83,8 +83,21 @@ def test_table2_keeps_finished_tasks_and_rewrites_the_table(tmp_path, capsys, mo
     assert "not starting W/task1" in capsys.readouterr().out and len(trained) == 2
     assert "| 1 | - | 2.00 |" in partial and "| 6 | - | - |" in partial
     assert "| W | none (of 0 finished) | 3, 6, 9, 10, 12, 13, 17, 19 |" in partial
-    table = reproduce.run("table2", root, tasks=(6, 4), table_only=True, command="pytest tiny")
-    assert "Finished: 1 of 2 tasks (not run yet: 6)." in table and len(trained) == 2
+    # A command for other tasks keeps the rows (and the results file's runs) of finished ones.
+    table = reproduce.run("table2", root, tasks=(6, 4), table_only=True, command="pytest tiny",
+                          output=output)
+    assert "Finished: 2 of 3 tasks (not run yet: 6)." in table and len(trained) == 2
+    assert "| 1 | 2.00 |" in table
+    with open(os.path.splitext(output)[0] + ".json") as f:
+        assert set(json.load(f)["runs"]) == {"W+M+B/task1", "W+M+B/task4"}
+    # Table 3 keeps a task with an ablation run of its own, not one with only Table 2's run.
+    reproduce.run("table3", root, tasks=(4,), operations=("W",), command="pytest tiny", seed=0)
+    assert trained[-1] == ("W/task4", (4,), "W", 0)
+    table = reproduce.run("table3", root, tasks=(6,), operations=("W", "W+M+B"),
+                          table_only=True, command="pytest tiny")
+    assert [line.split(" | ")[0] for line in table.splitlines() if line[:3] in ("| 1", "| 4",
+                                                                                "| 6")] == [
+        "| 4", "| 6"]
 
 
 def test_resume_from_a_results_file_keeps_its_finished_runs(tmp_path, monkeypatch):
