@@ -13,6 +13,7 @@ run and a Box-World agent's attention over a frame (matplotlib, imported only wh
 import json
 import math
 import os
+import textwrap
 
 import numpy as np
 
@@ -192,8 +193,8 @@ def plot_transfer_curves(curves, output, title="", target_accuracy=0.9):
         axis.set_ylabel("held-out accuracy")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
-    if title:
-        figure.suptitle(title)
+    if title:  # wrapped to the figure's width (5 inches a panel)
+        figure.suptitle(textwrap.fill(title, 48 * len(curves)), fontsize=10)
     return _save(figure, output)
 
 

@@ -258,3 +258,20 @@ def test_colour_and_or_shape_in_column_pairs_is_a_row_of_its_own(tmp_path):
         assert json.load(f)["colour_shape_layout"] == "column_pair"
     with pytest.raises(ValueError, match="`colour_shape_layout`: expected one of"):
         reproduce.run("table1", root, colour_shape_layout="rows")
+
+
+def test_curricula_table_gives_the_batches_each_target_stage_took_to_reach_90_percent():
+    def stage(points):
+        curve = [{"batch": 5000 * (i + 1), "stripes": p, "hexominoes": p}
+                 for i, p in enumerate(points)]
+        return {"stripes": points[-1], "hexominoes": points[-1], "num_batches": 5000 * len(points),
+                "curve": curve}
+    cell = {"combination": "A", "central": "predinet", "seed": 0, "minutes": 3.0,
+            "stages": {"stage_1_scratch": stage([0.5, 0.95]),
+                       "stage_2_curriculum": stage([0.99, 0.99]),
+                       "stage_3_reuse": stage([0.9, 0.85]),  # the first crossing counts
+                       "stage_4_input_net": stage([0.6, 0.89])}}
+    assert reproduce.batches_to_target(cell["stages"]["stage_3_reuse"]["curve"]) == 5000
+    text = reproduce.curricula_markdown({("A", "predinet"): [cell]}, ("A",), ("predinet",))
+    assert ("| A (Fig. 4) | column_patterns_3 ← between | PrediNet | 0 | 95.0 | 99.0 | 85.0 | "
+            "89.0 | 10,000 / 5,000 / never | 10,000/10,000/10,000/10,000 | 3.0 |" in text)
