@@ -357,7 +357,10 @@ def curricula_markdown(results, combinations, centrals):
             for cell in sorted(cells, key=lambda cell: (_variant(cell), cell.get("seed", 0))):
                 stages = cell["stages"]
                 accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
-                batches = "/".join(f"{stages[s]['num_batches']:,}" for s in lib.STAGES)
+                batches = "/".join(
+                    f"{stages[s]['num_batches']:,}"
+                    + (" (time cap)" if stages[s].get("stopped_by_time_limit") else "")
+                    for s in lib.STAGES)
                 to_target = " / ".join(
                     "never" if (b := batches_to_target(stages[s].get("curve", []))) is None
                     else f"{b:,}" for s in CURVE_STAGES)

@@ -270,8 +270,10 @@ def test_curricula_table_gives_the_batches_each_target_stage_took_to_reach_90_pe
             "stages": {"stage_1_scratch": stage([0.5, 0.95]),
                        "stage_2_curriculum": stage([0.99, 0.99]),
                        "stage_3_reuse": stage([0.9, 0.85]),  # the first crossing counts
-                       "stage_4_input_net": stage([0.6, 0.89])}}
+                       "stage_4_input_net": dict(stage([0.6, 0.89]),
+                                                 stopped_by_time_limit=True)}}
     assert reproduce.batches_to_target(cell["stages"]["stage_3_reuse"]["curve"]) == 5000
     text = reproduce.curricula_markdown({("A", "predinet"): [cell]}, ("A",), ("predinet",))
     assert ("| A (Fig. 4) | column_patterns_3 ← between | PrediNet | 0 | 95.0 | 99.0 | 85.0 | "
-            "89.0 | 10,000 / 5,000 / never | 10,000/10,000/10,000/10,000 | 3.0 |" in text)
+            "89.0 | 10,000 / 5,000 / never | 10,000/10,000/10,000/10,000 (time cap) | 3.0 |"
+            in text)
