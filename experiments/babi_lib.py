@@ -91,16 +91,22 @@ def _inputs(arrays):
 
 class _LearningRateSchedule(keras.callbacks.Callback):
     """Warm-up at ``warmup_factor * lr`` for ``warmup_steps``, then ``lr``; optional one-time
-    halving when the validation loss first drops below ``decay_threshold`` (authors' code)."""
+    halving when the validation loss first drops below ``decay_threshold`` (authors' code).
 
-    def __init__(self, learning_rate, warmup_steps, warmup_factor, lr_decay, decay_threshold):
+    ``state`` (a ``safe_backup.RunState``, optional) keeps the halving, so that a run resumed
+    after it goes on at the halved rate.
+    """
+
+    def __init__(self, learning_rate, warmup_steps, warmup_factor, lr_decay, decay_threshold,
+                 state=None):
         super().__init__()
         self.learning_rate = learning_rate
         self.warmup_steps = warmup_steps
         self.warmup_factor = warmup_factor
         self.lr_decay = lr_decay
         self.decay_threshold = decay_threshold
-        self.scale = 1.0
+        self.state = state
+        self.scale = 1.0 if state is None else state.get("learning_rate_scale", 1.0)
 
     def on_train_batch_begin(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
@@ -112,6 +118,8 @@ class _LearningRateSchedule(keras.callbacks.Callback):
         if (self.lr_decay == "once" and self.scale == 1.0
                 and logs.get("val_loss", math.inf) < self.decay_threshold):
             self.scale = 0.5
+            if self.state is not None:
+                self.state.set("learning_rate_scale", self.scale)
             print(f"epoch {epoch + 1}: val_loss < {self.decay_threshold}, halving the lr")
         logs["learning_rate"] = self.learning_rate * self.scale
 
@@ -316,7 +324,7 @@ def train_eval(
     if training is None:
         training = _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, [
             _LearningRateSchedule(learning_rate, warmup_steps, warmup_factor, lr_decay,
-                                  decay_threshold),
+                                  decay_threshold, state),
             keras.callbacks.TerminateOnNaN(),
             *([] if patience is None else [
                 keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=patience)]),

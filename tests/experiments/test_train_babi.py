@@ -88,6 +88,31 @@ def test_learning_rate_schedule():
     assert np.isclose(float(model.optimizer.learning_rate.numpy()), 5e-4)
 
 
+
+def test_a_resumed_run_keeps_the_halved_learning_rate(tmp_path):
+    import keras
+
+    from keras_relational.experiments import safe_backup
+
+    def schedule_and_model():
+        state = safe_backup.RunState(str(tmp_path / "backup"), {"run": 1})
+        schedule = babi_lib._LearningRateSchedule(1e-3, warmup_steps=0, warmup_factor=0.1,
+                                                  lr_decay="once", decay_threshold=0.1,
+                                                  state=state)
+        model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+        model.compile(keras.optimizers.Nadam(1e-3), "mse")
+        schedule.set_model(model)
+        return schedule, model
+    schedule, _ = schedule_and_model()
+    schedule.on_epoch_end(0, {"val_loss": 0.05})  # halved, then the process is killed
+    resumed, model = schedule_and_model()  # a new process, the same backup directory
+    resumed.on_train_batch_begin(0)
+    assert np.isclose(float(model.optimizer.learning_rate.numpy()), 5e-4)
+    resumed.on_epoch_end(1, {"val_loss": 0.01})  # halves once only
+    resumed.on_train_batch_begin(0)
+    assert np.isclose(float(model.optimizer.learning_rate.numpy()), 5e-4)
+
+
 def test_load_data_errors_name_the_flag_or_the_file(tmp_path):
     for argument in ("num_train", "num_valid", "num_test"):
         with pytest.raises(ValueError, match=f"`{argument}`.*{argument}=0"):
