@@ -222,14 +222,6 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     return results
 
 
-# The generator's options for one task each (RelationsGame): {option: (task, choices)}; the
-# first choice is the default.
-GENERATOR_OPTIONS = {"xoccurs_negatives": ("xoccurs", ("exclusive", "both_readings")),
-                     "colour_shape_layout": ("colour_and_or_shape", ("random", "column_pair"))}
-XOCCURS_NEGATIVES = GENERATOR_OPTIONS["xoccurs_negatives"][1]
-COLOUR_SHAPE_LAYOUTS = GENERATOR_OPTIONS["colour_shape_layout"][1]
-
-
 def _generate(task, object_set, num_examples, seed, generator_options=None):
     return relations_game.generate(task, object_set, num_examples, seed=seed,
                                    **(generator_options or {}))
@@ -332,7 +324,7 @@ def train_eval(
     generator_options = {"xoccurs_negatives": xoccurs_negatives,
                          "colour_shape_layout": colour_shape_layout}
     for option, value in generator_options.items():
-        validation.check_one_of(option, value, GENERATOR_OPTIONS[option][1])
+        validation.check_one_of(option, value, relations_game.TASK_OPTIONS[option][1])
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     strategy = distribution_lib.get_strategy(distribution_strategy)
     for name in (task, curriculum_task) if curriculum_task else (task,):
@@ -354,7 +346,8 @@ def train_eval(
                   steps_per_execution=steps_per_execution, export=export, verbose=verbose,
                   time_limit_s=time_limit_s, dtype_policy=dtype_policy,
                   data_settings={option: value for option, value in generator_options.items()
-                                 if GENERATOR_OPTIONS[option][0] in (task, curriculum_task)})
+                                 if relations_game.TASK_OPTIONS[option][0]
+                                 in (task, curriculum_task)})
 
     def data_for(name, offset, train_file=None, eval_paths=None):
         if train_file:

@@ -52,10 +52,12 @@ flags.DEFINE_string("data_file", None, "Train on this .npz file in DeepMind's re
 flags.DEFINE_list("eval_file", None, "Evaluate on these .npz files (comma-separated, DeepMind's "
                   "layout) instead of generated hexominoes and stripes.")
 
-flags.DEFINE_enum("xoccurs_negatives", "exclusive", list(relations_game_lib.XOCCURS_NEGATIVES),
+flags.DEFINE_enum("xoccurs_negatives", "exclusive",
+                  list(relations_game.TASK_OPTIONS["xoccurs_negatives"][1]),
                   "xoccurs negatives: exclusive (none or two copies of the top object) or "
                   "both_readings (none or three), see RelationsGame.")
-flags.DEFINE_enum("colour_shape_layout", "random", list(relations_game_lib.COLOUR_SHAPE_LAYOUTS),
+flags.DEFINE_enum("colour_shape_layout", "random",
+                  list(relations_game.TASK_OPTIONS["colour_shape_layout"][1]),
                   "colour_and_or_shape: two random cells (the paper) or column_pair (rows 0 and "
                   "2 of one column, as in DeepMind's released samples).")
 

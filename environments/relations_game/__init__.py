@@ -48,7 +48,7 @@ data["images"].shape, data["labels"][:5], data["tasks"][:5]   # (1000, 36, 36, 3
 ```
 """
 
-from .generator import RelationsGame, generate
+from .generator import TASK_OPTIONS, RelationsGame, generate
 from .npz import load_npz, save_npz
 from .oracle import oracle_label
 from .parsing import colour_of, identity, parse_image, shape_of
@@ -71,7 +71,8 @@ from .tasks import (
 
 __all__ = [
     "BLOCK", "CELL", "CELLS", "DIFF_BOTH", "DIFF_COLOUR", "DIFF_KINDS", "DIFF_SHAPE", "GRID",
-    "IMAGE_SIZE", "LINES", "OFFSET", "PATTERNS", "TASKS", "GameObject", "RelationsGame",
+    "IMAGE_SIZE", "LINES", "OFFSET", "PATTERNS", "TASKS", "TASK_OPTIONS", "GameObject",
+    "RelationsGame",
     "between_holds", "colour_of", "generate", "identity", "load_npz", "num_classes",
     "num_task_ids", "oracle_label", "parse_image", "pattern_of", "render", "save_npz", "shape_of",
 ]

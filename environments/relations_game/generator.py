@@ -25,6 +25,11 @@ from .tasks import (
     num_task_ids,
 )
 
+# The generator's options that change one task each: {option: (task, choices)}, the first
+# choice the default (the spec's reading; RelationsGame documents each).
+TASK_OPTIONS = {"xoccurs_negatives": ("xoccurs", ("exclusive", "both_readings")),
+                "colour_shape_layout": ("colour_and_or_shape", ("random", "column_pair"))}
+
 
 class RelationsGame:
     """Seeded generator of one Relations Game task on one object set.
@@ -60,8 +65,9 @@ class RelationsGame:
         if not 0.0 <= between_line_fraction <= 1.0:
             raise invalid_value("between_line_fraction", "a value in [0, 1]",
                                 between_line_fraction)
-        check_one_of("xoccurs_negatives", xoccurs_negatives, ("exclusive", "both_readings"))
-        check_one_of("colour_shape_layout", colour_shape_layout, ("random", "column_pair"))
+        check_one_of("xoccurs_negatives", xoccurs_negatives, TASK_OPTIONS["xoccurs_negatives"][1])
+        check_one_of("colour_shape_layout", colour_shape_layout,
+                     TASK_OPTIONS["colour_shape_layout"][1])
         if isinstance(num_objects, bool) or not isinstance(num_objects, int):
             raise invalid_value("num_objects", "an integer in [2, 9]", num_objects)
         check_int_in_range("num_objects", num_objects, 2, 9)
