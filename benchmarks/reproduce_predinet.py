@@ -54,6 +54,7 @@ from absl import app, flags
 
 from benchmarks import results_io
 from keras_relational import json_files
+from keras_relational.environments import relations_game
 
 MODES = ("table1", "curricula")
 # Shanahan et al. 2020: the released pentomino file of a task holds 250,000 images (the authors'
@@ -111,12 +112,11 @@ PAPER = {
 # Settings a run may change from its default: a run with another value gets its own directory
 # (the value as a suffix) and rows (the value in the architecture column), and the summary
 # counts only runs with every default (the paper's SGD; the spec's xoccurs reading).
-# The generator's options apply to one task each (relations_game_lib.GENERATOR_OPTIONS).
+# The generator's options apply to one task each (relations_game.TASK_OPTIONS).
 VARIANT_CHOICES = {"optimizer": tuple(OPTIMIZERS),
-                   "xoccurs_negatives": ("exclusive", "both_readings"),
-                   "colour_shape_layout": ("random", "column_pair")}
+                   **{option: choices
+                      for option, (_, choices) in relations_game.TASK_OPTIONS.items()}}
 VARIANT_DEFAULTS = {name: choices[0] for name, choices in VARIANT_CHOICES.items()}
-OPTION_TASKS = {"xoccurs_negatives": "xoccurs", "colour_shape_layout": "colour_and_or_shape"}
 
 
 def _variant(settings):
@@ -493,15 +493,19 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
     """
     names = tasks if mode == "table1" else combinations
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"`optimizer`: expected one of {list(OPTIMIZERS)}, received "
-                         f"{optimizer!r}.")
     options = {"xoccurs_negatives": xoccurs_negatives,
                "colour_shape_layout": colour_shape_layout}
-    for option, value in options.items():
+    for option, value in dict(options, optimizer=optimizer).items():
         if value not in VARIANT_CHOICES[option]:
             raise ValueError(f"`{option}`: expected one of {list(VARIANT_CHOICES[option])}, "
                              f"received {value!r}.")
+    if plot:  # checked before hours of training
+        if mode != "curricula" or not output:
+            raise ValueError(f"`plot` draws the curricula's curves: expected mode='curricula' "
+                             f"and an `output`, received mode={mode!r}, output={output!r}.")
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ValueError("`plot` needs matplotlib: pip install "
+                             "\"keras-relational[plots]\".")
     if output and os.path.splitext(output)[1] in (".md", ".json"):
         output = os.path.splitext(output)[0]
     settings = dict(seeds=list(seeds), num_batches=num_batches,
@@ -517,7 +521,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                     if mode == "table1":
                         variant = {"optimizer": optimizer}
                         variant.update({option: value for option, value in options.items()
-                                        if OPTION_TASKS[option] == name})
+                                        if relations_game.TASK_OPTIONS[option][0] == name})
                         directory = run_dir(root_dir, name, central, num_batches, seed,
                                             num_train_examples, **variant)
                         meta = {"task": name, "central": central, "seed": seed, **variant}
@@ -559,9 +563,6 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     text = write_results(output, mode, root_dir, settings, command)
     print("\n" + text, flush=True)
     if plot:
-        if mode != "curricula" or not output:
-            raise ValueError(f"`plot` draws the curricula's curves: expected mode='curricula' "
-                             f"and an `output`, received mode={mode!r}, output={output!r}.")
         for path in plot_curricula(load_curricula(root_dir), output):
             print(f"curves: {path}", flush=True)
     return text
@@ -624,14 +625,6 @@ def main(argv):
         if name not in CENTRALS:
             raise ValueError(f"`--centrals`: expected names from {list(CENTRALS)}, received "
                              f"{name!r}.")
-    if FLAGS.plot:
-        if FLAGS.mode != "curricula" or not FLAGS.output:
-            raise app.UsageError(f"--plot draws the curricula's curves: expected "
-                                 f"--mode=curricula and --output, received "
-                                 f"--mode={FLAGS.mode} --output={FLAGS.output}.")
-        if importlib.util.find_spec("matplotlib") is None:  # before hours of training
-            raise app.UsageError("--plot needs matplotlib: pip install "
-                                 "\"keras-relational[plots]\".")
     if FLAGS.resume_from:
         try:
             restored = restore_finished(FLAGS.root_dir, FLAGS.resume_from, FLAGS.mode)
