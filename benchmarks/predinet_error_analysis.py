@@ -18,7 +18,6 @@ training distribution from one that fits it and fails to transfer. Writes ``<out
         --output=benchmarks/results/predinet_error_analysis
 """
 
-import glob
 import json
 import os
 
@@ -98,19 +97,14 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
 
 
 def finished_runs(root_dir, tasks=TASKS):
-    """The Table 1 run directories under ``root_dir`` with a result and a model, of ``tasks``."""
-    found = []
-    for path in sorted(glob.glob(os.path.join(root_dir, "*", "results.json"))):
-        directory = os.path.dirname(path)
-        meta_path = os.path.join(directory, "meta.json")
-        if not (os.path.exists(meta_path) and os.path.exists(os.path.join(directory,
-                                                                          "model.keras"))):
-            continue
-        with open(meta_path) as f:
-            meta = json.load(f)
-        if meta.get("task") in tasks and "combination" not in meta:
-            found.append((directory, meta))
-    return found
+    """``(run directory, run record)`` of the finished Table 1 runs of ``tasks`` under
+    ``root_dir`` that saved a model (``reproduce_predinet.load_results``)."""
+    from benchmarks import reproduce_predinet
+
+    return [(os.path.join(root_dir, run["run_dir"]), run)
+            for (task, _), found in sorted(reproduce_predinet.load_results(root_dir).items())
+            if task in tasks for run in found
+            if os.path.exists(os.path.join(root_dir, run["run_dir"], "model.keras"))]
 
 
 def markdown(records):

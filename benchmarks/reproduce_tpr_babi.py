@@ -321,21 +321,25 @@ def joint_table(result, mode):
     return text
 
 
-def _tasks_shown(mode, root_dir, tasks, operations):
+def _tasks_shown(mode, tasks, operations, done):
     """The tasks a Table 2 or 3 lists: those asked for and every other with a finished run of
-    its own in ``root_dir`` (Table 3: not only Table 2's W+M+B run), so that a command for some
+    its own among ``done`` (Table 3: not only Table 2's W+M+B run), so that a command for some
     tasks never drops the rows, or the results file's runs, of earlier commands."""
     own = [op for op in operations if op != "W+M+B"] if mode == "table3" else ["W+M+B"]
-    done = finished(root_dir, [f"{op}/task{t}" for op in own for t in range(1, 21)])
-    return tuple(sorted(set(tasks) | {int(folder.rsplit("task", 1)[1]) for folder in done}))
+    return tuple(sorted(set(tasks) | {int(folder.rsplit("task", 1)[1]) for folder in done
+                                      if folder.split("/")[0] in own}))
 
 
 def report(mode, root_dir, tasks, operations, options):
     """The Markdown body and the JSON data of the results files, from the finished runs."""
     if mode in ("table2", "table3"):
-        tasks = _tasks_shown(mode, root_dir, tasks, operations)
-    folders = [folder for folder, _ in runs(mode, tasks, operations)]
-    results = finished(root_dir, folders)
+        every_task = finished(root_dir, [f for f, _ in runs(mode, range(1, 21), operations)])
+        tasks = _tasks_shown(mode, tasks, operations, every_task)
+        folders = {folder for folder, _ in runs(mode, tasks, operations)}
+        results = {f: r for f, r in every_task.items() if f in folders}
+    else:
+        folders = [folder for folder, _ in runs(mode, tasks, operations)]
+        results = finished(root_dir, folders)
     if mode == "table2":
         body = table2(results, tasks)
     elif mode == "table3":
