@@ -47,14 +47,25 @@ or interrupted) whose data the current generator no longer writes is moved aside
 ``<folder>.stale-<UTC time>`` and run again, so that a table never mixes results of an earlier
 generator's stories with the current one's.
 
+Seeds: ``--seeds=0,1,2`` trains a run per seed (Table 2 and 3: per task and operation set);
+seed 0 runs in the folders above, seed N in ``<folder>-seed<N>``. A seed draws a run's generated
+stories as well as its initial weights. Table 2 lists every seed finished under ``root_dir`` and,
+for a task with several, their best and mean ± sample standard deviation, the statistics of the
+paper's best and mean of 5 runs:
+
+    nice -n 10 python benchmarks/reproduce_tpr_babi.py --mode=table2 \
+        --root_dir=/tmp/tpr_babi_repro --tasks=10,17 --seeds=0,1,2 --max_minutes=20 \
+        --output=benchmarks/results/tpr_babi.md
+
 Caveats: generated data (our procedural generator's stories, not the Facebook bAbI files;
-``--data_dir`` reads real files); one seed per run (the paper: best and mean of 5 runs).
+``--data_dir`` reads real files).
 """
 
 import hashlib
 import json
 import os
 import platform
+import re
 import tempfile
 import time
 
@@ -98,21 +109,45 @@ def parse_tasks(text):
     return tuple(dict.fromkeys(tasks))
 
 
-def runs(mode, tasks, operations):
-    """The runs of ``mode``: ``(folder, train_eval keyword arguments)``, in order."""
+def run_folder(base, seed):
+    """A run's folder: ``base`` for seed 0 (the runs of earlier versions), ``base-seed<N>`` for
+    seed N."""
+    return base if seed == 0 else f"{base}-seed{seed}"
+
+
+_CELL_FOLDER = re.compile(r"^(?P<operations>[^/]+)/task(?P<task>\d+)(?:-seed(?P<seed>\d+))?$")
+
+
+def parse_cell_folder(folder):
+    """``"W+M/task3-seed2"`` -> ``("W+M", 3, 2)``; None for a folder that is not a Table 2 or 3
+    run (a joint run, a set-aside ``.stale-`` folder)."""
+    match = _CELL_FOLDER.match(folder)
+    if match is None:
+        return None
+    return match["operations"], int(match["task"]), int(match["seed"] or 0)
+
+
+def runs(mode, tasks, operations, seeds=(0,)):
+    """The runs of ``mode``: ``(folder, train_eval keyword arguments)``, in order (each task's
+    seeds together)."""
     if mode == "table2":
-        return [(f"W+M+B/task{t}", {"tasks": (t,), "operations": "W+M+B"}) for t in tasks]
+        return [(run_folder(f"W+M+B/task{t}", s), {"tasks": (t,), "operations": "W+M+B",
+                                                   "seed": s})
+                for t in tasks for s in seeds]
     if mode == "table3":
-        return [(f"{op}/task{t}", {"tasks": (t,), "operations": op})
-                for t in tasks for op in operations]
+        return [(run_folder(f"{op}/task{t}", s), {"tasks": (t,), "operations": op, "seed": s})
+                for t in tasks for op in operations for s in seeds]
     from keras_relational.experiments import babi_lib
     if mode == "systematic":
         from keras_relational.environments import babi
         # The all-tasks sizes (Schlag & Schmidhuber 2018 do not state them for this
         # experiment), without padding the short stories of these tasks to 130 sentences.
         sizes = {k: v for k, v in babi_lib.ALL_TASKS_PRESET.items() if k != "max_sentences"}
-        return [("systematic", {"tasks": babi.SYSTEMATIC_TASKS, "systematic": True, **sizes})]
-    return [("all_tasks", {"tasks": tuple(range(1, 21)), **babi_lib.ALL_TASKS_PRESET})]
+        return [(run_folder("systematic", s), {"tasks": babi.SYSTEMATIC_TASKS,
+                                               "systematic": True, "seed": s, **sizes})
+                for s in seeds]
+    return [(run_folder("all_tasks", s), {"tasks": tuple(range(1, 21)), "seed": s,
+                                          **babi_lib.ALL_TASKS_PRESET}) for s in seeds]
 
 
 def train(folder, kwargs, options):
@@ -159,7 +194,7 @@ def current_data_sha256(task, options):
         return data_sha256(scratch)
 
 
-def set_aside_stale(mode, root_dir, tasks, operations, options):
+def set_aside_stale(mode, root_dir, tasks, operations, options, seeds=(0,)):
     """Moves aside the single-task runs (finished or interrupted) whose data the current
     generator no longer writes, so that they are run again: a result on an earlier generator's
     stories is not a figure of the current code. Their folders are renamed
@@ -170,7 +205,7 @@ def set_aside_stale(mode, root_dir, tasks, operations, options):
         return []
     expected, moved = {}, []
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    for folder, kwargs in runs(mode, tasks, operations):
+    for folder, kwargs in runs(mode, tasks, operations, seeds):
         path = os.path.join(root_dir, folder)
         recorded = data_sha256(os.path.join(path, "data"))
         if recorded is None and os.path.exists(os.path.join(path, RESULT)):
@@ -178,10 +213,10 @@ def set_aside_stale(mode, root_dir, tasks, operations, options):
                 recorded = json.load(f).get("data_sha256")
         if recorded is None:
             continue
-        (task,) = kwargs["tasks"]
-        if task not in expected:
-            expected[task] = current_data_sha256(task, options)
-        if expected[task] is not None and recorded != expected[task]:
+        key = (kwargs["tasks"][0], kwargs["seed"])
+        if key not in expected:
+            expected[key] = current_data_sha256(key[0], dict(options, seed=key[1]))
+        if expected[key] is not None and recorded != expected[key]:
             os.replace(path, f"{path}.stale-{stamp}")
             moved.append(folder)
             print(f"{folder}: its data came from an earlier generator; moved to "
@@ -246,13 +281,21 @@ def _load(r):
     return f"{r['load_average_after'][2]:.1f}"
 
 
+def _seeds_text(results, options):
+    seeds = sorted({r["run_options"].get("seed", 0) for r in results.values()}) or [0]
+    if len(seeds) == 1:
+        return f"one seed ({seeds[0]})"
+    return (f"seeds {', '.join(map(str, seeds))} (a seed draws a run's generated stories and its "
+            f"initial weights)")
+
+
 def _scale(results, options):
     first = next(iter(results.values()), {})
     budget = options.get("max_minutes")
     target = options.get("target_val_accuracy")
     return (f"{options.get('num_train', 9000)} generated training questions per task"
-            f"{' (real bAbI files)' if options.get('data_dir') else ''}, one seed "
-            f"({options.get('seed', 0)}), "
+            f"{' (real bAbI files)' if options.get('data_dir') else ''}, "
+            + _seeds_text(results, options) + ", "
             + ("no time limit" if budget is None else f"at most {budget:g} min of training per run")
             + f" (wall clock, on a shared machine: {first.get('cpus', os.cpu_count())} CPU cores "
             f"({first.get('machine', platform.machine())}), nice {first.get('nice', '-')}; the "
@@ -262,43 +305,85 @@ def _scale(results, options):
             + ".")
 
 
-def table2(results, tasks):
-    rows = ["| Task | Test error (%) | Epochs | Steps | Train time (min) | Patience | Stopped by "
-            "| XLA | Load | Paper best (%) | Paper mean ± std (%) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+def _errors_by_task(results):
+    """``{task: {seed: test error}}`` of the Table 2 or 3 runs in ``results``."""
     errors = {}
+    for folder, r in results.items():
+        _, task, seed = parse_cell_folder(folder)
+        errors.setdefault(task, {})[seed] = r["test_error"][str(task)]
+    return errors
+
+
+def _mean_std(values):
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
+def table2(results, tasks):
+    """Table 2: a row per run (task, seed) beside the paper's best and mean of 5 runs; a task
+    with several seeds gets a row with their best and their mean ± sample standard deviation
+    (the paper's statistics)."""
+    rows = ["| Task | Seed | Test error (%) | Epochs | Steps | Train time (min) | Patience "
+            "| Stopped by | XLA | Load | Paper best (%) | Paper mean ± std (%) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    errors = _errors_by_task(results)
     for t in sorted(tasks):
-        r = results.get(f"W+M+B/task{t}")
-        if r is not None:
-            errors[t] = r["test_error"][str(t)]
+        for seed in sorted(errors.get(t, ())):
+            r = results[run_folder(f"W+M+B/task{t}", seed)]
             xla = "yes" if r["run_options"].get("jit_compile", True) else "no"
-            rows.append(f"| {t} | {errors[t]:.2f} | {r['epochs']} | {r['steps']} | "
-                        f"{r['train_seconds'] / 60:.1f} | {_patience(r)} | {_stopped_by(r)} | "
+            rows.append(f"| {t} | {seed} | {errors[t][seed]:.2f} | {r['epochs']} | {r['steps']} "
+                        f"| {r['train_seconds'] / 60:.1f} | {_patience(r)} | {_stopped_by(r)} | "
                         f"{xla} | {_load(r)} | {PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
-    failed = [t for t, e in errors.items() if e > 5.0]
-    missing = [t for t in sorted(tasks) if t not in errors]
-    rows += ["", f"Finished: {len(errors)} of {len(tasks)} tasks"
+        if len(errors.get(t, ())) > 1:
+            mean, std = _mean_std(list(errors[t].values()))
+            rows.append(f"| {t} | best / mean of {len(errors[t])} | "
+                        f"{min(errors[t].values()):.2f} / {mean:.2f} ± {std:.2f} | | | | | | "
+                        f"| | {PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
+    done = {t: e for t, e in errors.items() if t in tasks}
+    missing = [t for t in sorted(tasks) if t not in done]
+    rows += ["", f"Finished: {len(done)} of {len(tasks)} tasks"
              + (f" (not run yet: {', '.join(map(str, missing))})" if missing else "") + "."]
-    if errors:
+    if done:
+        best = {t: min(e.values()) for t, e in done.items()}
+        mean = {t: _mean_std(list(e.values()))[0] for t, e in done.items()}
+        failed = [t for t, e in best.items() if e > 5.0]
+        several = any(len(e) > 1 for e in done.values())
         rows.append(f"Mean test error over the finished tasks: "
-                    f"{sum(errors.values()) / len(errors):.2f} %. Failed tasks (> 5 % test "
-                    f"error, the paper's criterion): {len(failed)}"
-                    + (f" ({', '.join(map(str, failed))})" if failed else "") + ".")
+                    f"{sum(mean.values()) / len(mean):.2f} %"
+                    + (f" (a task's mean over its seeds; with each task's best seed "
+                       f"{sum(best.values()) / len(best):.2f} %, the paper's best column 0.17, "
+                       f"its mean column 1.12)" if several else "")
+                    + ". Failed tasks (> 5 % test error, the paper's criterion"
+                    + (", by each task's best seed" if several else "") + f"): {len(failed)}"
+                    + (f" ({', '.join(map(str, sorted(failed)))})" if failed else "") + ".")
+        if several:
+            failing_mean = sorted(t for t, e in mean.items() if e > 5.0)
+            rows.append(f"By the mean over each task's seeds: {len(failing_mean)}"
+                        + (f" ({', '.join(map(str, failing_mean))})" if failing_mean else "")
+                        + ".")
     return "\n".join(rows)
 
 
 def table3(results, tasks, operations):
+    """Table 3: a task's error per memory-operation set (several seeds: their errors, in seed
+    order); a task fails an operation set when its best seed is above 5 %."""
     rows = ["| Task | " + " | ".join(f"{op} error (%)" for op in operations) + " |",
             "|---|" + "---|" * len(operations)]
+    by_operations = {op: _errors_by_task({f: r for f, r in results.items()
+                                          if parse_cell_folder(f)[0] == op})
+                     for op in operations}
     for t in tasks:
-        cells = [results.get(f"{op}/task{t}") for op in operations]
+        cells = [by_operations[op].get(t) for op in operations]
         rows.append(f"| {t} | " + " | ".join(
-            "-" if r is None else f"{r['test_error'][str(t)]:.2f}" for r in cells) + " |")
+            "-" if e is None else " / ".join(f"{e[s]:.2f}" for s in sorted(e)) for e in cells)
+            + " |")
     rows += ["", "| Operations | Failed tasks here (> 5 %) | Paper's failed tasks (all 20 "
                  "tasks) |", "|---|---|---|"]
     for op in operations:
-        done = {t: results[f"{op}/task{t}"] for t in tasks if f"{op}/task{t}" in results}
-        failed = [t for t, r in done.items() if r["test_error"][str(t)] > 5.0]
+        done = {t: e for t, e in by_operations[op].items() if t in tasks}
+        failed = [t for t in tasks if t in done and min(done[t].values()) > 5.0]
         rows.append(f"| {op} | {', '.join(map(str, failed)) or 'none'} (of {len(done)} "
                     f"finished) | {', '.join(map(str, PAPER_FAILED[op])) or 'none'} |")
     return "\n".join(rows)
@@ -321,24 +406,36 @@ def joint_table(result, mode):
     return text
 
 
+def _cell_folders(root_dir, operations):
+    """The Table 2 / 3 run folders under ``root_dir`` for ``operations``: every task and seed."""
+    folders = []
+    for op in operations:
+        directory = os.path.join(root_dir, op)
+        if os.path.isdir(directory):
+            folders += [f"{op}/{name}" for name in sorted(os.listdir(directory))
+                        if parse_cell_folder(f"{op}/{name}") is not None]
+    return folders
+
+
 def _tasks_shown(mode, tasks, operations, done):
     """The tasks a Table 2 or 3 lists: those asked for and every other with a finished run of
     its own among ``done`` (Table 3: not only Table 2's W+M+B run), so that a command for some
     tasks never drops the rows, or the results file's runs, of earlier commands."""
     own = [op for op in operations if op != "W+M+B"] if mode == "table3" else ["W+M+B"]
-    return tuple(sorted(set(tasks) | {int(folder.rsplit("task", 1)[1]) for folder in done
-                                      if folder.split("/")[0] in own}))
+    cells = [parse_cell_folder(folder) for folder in done]
+    return tuple(sorted(set(tasks) | {task for op, task, _ in cells if op in own}))
 
 
-def report(mode, root_dir, tasks, operations, options):
-    """The Markdown body and the JSON data of the results files, from the finished runs."""
+def report(mode, root_dir, tasks, operations, options, seeds=(0,)):
+    """The Markdown body and the JSON data of the results files, from the finished runs (a
+    Table 2 or 3 shows every seed finished under ``root_dir``, not only ``seeds``)."""
     if mode in ("table2", "table3"):
-        every_task = finished(root_dir, [f for f, _ in runs(mode, range(1, 21), operations)])
-        tasks = _tasks_shown(mode, tasks, operations, every_task)
-        folders = {folder for folder, _ in runs(mode, tasks, operations)}
-        results = {f: r for f, r in every_task.items() if f in folders}
+        shown = operations if mode == "table3" else ("W+M+B",)
+        every_run = finished(root_dir, _cell_folders(root_dir, shown))
+        tasks = _tasks_shown(mode, tasks, operations, every_run)
+        results = {f: r for f, r in every_run.items() if parse_cell_folder(f)[1] in tasks}
     else:
-        folders = [folder for folder, _ in runs(mode, tasks, operations)]
+        folders = [folder for folder, _ in runs(mode, tasks, operations, seeds)]
         results = finished(root_dir, folders)
     if mode == "table2":
         body = table2(results, tasks)
@@ -349,17 +446,42 @@ def report(mode, root_dir, tasks, operations, options):
     return _scale(results, options) + "\n\n" + body, {"mode": mode, "runs": results}
 
 
+def check_seeds(mode, seeds):
+    """``seeds`` as a tuple, checked for ``mode``.
+
+    Raises:
+        ValueError: naming ``--seeds`` when it is empty, repeats a seed or holds a negative one,
+            or holds several for a joint mode (Table 1, the systematic split).
+    """
+    seeds = tuple(seeds)
+    if not seeds or len(set(seeds)) != len(seeds) or any(s < 0 for s in seeds):
+        raise ValueError(f"--seeds expects distinct seeds >= 0, received {list(seeds)}.")
+    if mode in ("table1", "systematic") and len(seeds) != 1:
+        raise ValueError(f"--seeds: --mode={mode} takes one seed, received {list(seeds)}.")
+    return seeds
+
+
 def run(mode, root_dir, tasks=tuple(range(1, 21)), operations=("W", "W+M", "W+B", "W+M+B"),
-        output=None, session_minutes=None, table_only=False, command=None, **options):
+        seeds=(0,), output=None, session_minutes=None, table_only=False, command=None,
+        **options):
     """Trains the unfinished runs of ``mode`` and returns the Markdown table of all finished.
 
+    ``seeds``: a run per seed (Table 2 and 3: per task and seed; the joint modes take one).
     ``options`` are ``babi_lib.train_eval`` arguments for every run (``num_train``,
     ``max_minutes``, ...; they win over a preset's); ``command`` names the writer in the
     results files (default: this process's command line).
+
+    Raises:
+        ValueError: ``check_seeds``'s, and for ``seed`` in ``options`` (use ``seeds``).
     """
+    if "seed" in options:
+        raise ValueError(f"run() takes its seeds as seeds=(...), received seed="
+                         f"{options['seed']!r}.")
+    seeds = check_seeds(mode, seeds)
     start = time.time()
-    set_aside_stale(mode, root_dir, tasks, operations, options)
-    for folder, kwargs in runs(mode, tasks, operations):
+    if not table_only:  # only rewrites the results files: moves nothing
+        set_aside_stale(mode, root_dir, tasks, operations, options, seeds)
+    for folder, kwargs in runs(mode, tasks, operations, seeds):
         path = os.path.join(root_dir, folder)
         if table_only or os.path.exists(os.path.join(path, RESULT)):
             continue
@@ -370,12 +492,12 @@ def run(mode, root_dir, tasks=tuple(range(1, 21)), operations=("W", "W+M", "W+B"
         record = train(path, kwargs, options)
         print(f"{folder}: test error {record['test_error']} after {record['steps']} steps, "
               f"{record['train_seconds'] / 60:.1f} min", flush=True)
-        write(mode, root_dir, tasks, operations, options, output, command)
-    return write(mode, root_dir, tasks, operations, options, output, command)
+        write(mode, root_dir, tasks, operations, options, output, command, seeds)
+    return write(mode, root_dir, tasks, operations, options, output, command, seeds)
 
 
-def write(mode, root_dir, tasks, operations, options, output, command):
-    body, data = report(mode, root_dir, tasks, operations, options)
+def write(mode, root_dir, tasks, operations, options, output, command, seeds=(0,)):
+    body, data = report(mode, root_dir, tasks, operations, options, seeds)
     os.makedirs(root_dir, exist_ok=True)
     json_files.write_text(os.path.join(root_dir, f"{mode}.md"), body + "\n")
     if output:
@@ -405,7 +527,9 @@ def define_flags():
     flags.DEFINE_integer("num_test", 1000, "Generated test questions per task.", lower_bound=1)
     flags.DEFINE_integer("epochs", 2000, "Maximum epochs per run (the default leaves the end of "
                          "a run to --max_minutes and --target_val_accuracy).", lower_bound=1)
-    flags.DEFINE_integer("seed", 0, "Seed.")
+    flags.DEFINE_list("seeds", ["0"], "Seeds: a run per seed (Table 2 and 3: per task; the "
+                      "paper's best and mean are over 5 runs). Seed 0 keeps the folder names of "
+                      "one-seed runs; seed N runs in <folder>-seed<N>.")
     flags.DEFINE_bool("jit_compile", True, "XLA-compile the train step (off: no compile wait).")
     flags.DEFINE_bool("table_only", False, "Only re-write the results files from finished runs.")
     flags.DEFINE_string("resume_from", None, "A results file of this script (<output>.json): its "
@@ -435,9 +559,14 @@ def main(argv):
                "num_valid": FLAGS.num_valid, "num_test": FLAGS.num_test,
                "max_minutes": FLAGS.max_minutes, "epochs": FLAGS.epochs,
                "target_val_accuracy": FLAGS.target_val_accuracy, "patience": FLAGS.patience,
-               "seed": FLAGS.seed,
                "jit_compile": FLAGS.jit_compile}
-    print(run(FLAGS.mode, FLAGS.root_dir, tasks, tuple(FLAGS.operations), FLAGS.output,
+    try:
+        seeds = check_seeds(FLAGS.mode, [int(seed) for seed in FLAGS.seeds])
+    except ValueError as error:
+        message = str(error) if str(error).startswith("--seeds") else (
+            f"--seeds expects integers, received {FLAGS.seeds}.")
+        raise app.UsageError(message) from None
+    print(run(FLAGS.mode, FLAGS.root_dir, tasks, tuple(FLAGS.operations), seeds, FLAGS.output,
               FLAGS.session_minutes, FLAGS.table_only, **options))
 
 
