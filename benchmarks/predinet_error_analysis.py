@@ -8,11 +8,15 @@ the objects that made them, and reports the accuracy on each kind of example:
   ``xoccurs`` is true for exactly one copy (our reading of the paper; see
   ``RelationsGame(xoccurs_negatives=...)``), so its negatives have 0, 2 or 3 copies.
 * ``same`` / ``colour_and_or_shape``: by how the two objects differ (identical, shape differs,
-  colour differs, both differ; stripes only differ in colour).
+  colour differs, both differ; stripes only differ in colour). Two shapes differ when their 3x3
+  arrays do (the paper's identity), so a pair may be one free polyomino turned, flipped or moved
+  inside its box: the shape differences are also split into "same free shape" and "other free
+  shape". For ``colour_and_or_shape``, a confusion table: the classes predicted for each kind.
 
 Accuracy on the pentominoes (training objects, new images) tells a model that never fit the
 training distribution from one that fits it and fails to transfer. Writes ``<output>.md`` and
-``<output>.json`` (atomically):
+``<output>.json`` (atomically); ``--tasks`` analyses some tasks again and keeps the other tasks'
+runs of an existing ``<output>.json`` (drawn with the same ``--num_examples`` and ``--seed``):
 
     python -m benchmarks.predinet_error_analysis --root_dir=/tmp/predinet_table1 \
         --output=benchmarks/results/predinet_error_analysis
@@ -25,6 +29,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import results_io
+from keras_relational.environments import polyominoes
 
 TASKS = ("same", "occurs", "xoccurs", "colour_and_or_shape")
 PAIR_KINDS = ("identical", "shape differs", "colour differs", "both differ")
@@ -42,14 +47,41 @@ def example_kind(task, objects):
     return PAIR_KINDS[int(shape_differs) + 2 * int(colour_differs)]
 
 
+FREE_SHAPE_SPLIT = ("same free shape", "other free shape")
+
+
+def free_shape(mask):
+    """A key of the free polyomino of a 3x3 mask: the smallest of its 8 dihedral images, each
+    cropped to its bounding box, so one polyomino turned, flipped or moved inside the box has one
+    key."""
+    forms = []
+    for element in range(8):
+        image = polyominoes.dihedral(np.asarray(mask), element)
+        rows, cols = np.flatnonzero(image.any(1)), np.flatnonzero(image.any(0))
+        cropped = np.ascontiguousarray(image[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
+        forms.append((cropped.shape, cropped.astype(bool).tobytes()))
+    return min(forms)
+
+
+def free_shape_split(task, objects):
+    """For a pair whose 3x3 arrays differ (``same``, ``colour_and_or_shape``): whether the two
+    are one free polyomino ("same free shape") or not ("other free shape"); None otherwise."""
+    if task not in ("same", "colour_and_or_shape"):
+        return None
+    first, second = list(objects.values())[:2]
+    if first.mask.tobytes() == second.mask.tobytes():
+        return None
+    return FREE_SHAPE_SPLIT[free_shape(first.mask) != free_shape(second.mask)]
+
+
 def kind_order(task):
     return [f"{n} copies" for n in range(4)] if task in ("occurs", "xoccurs") else list(PAIR_KINDS)
 
 
 def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
-    """``(data, kinds)``: ``num_examples`` generated examples (the dict of
-    ``relations_game.generate``; ``generator_kwargs`` go to ``RelationsGame``) and the kind of
-    each."""
+    """``(data, kinds, splits)``: ``num_examples`` generated examples (the dict of
+    ``relations_game.generate``; ``generator_kwargs`` go to ``RelationsGame``), the kind of each
+    and its ``free_shape_split``."""
     from keras_relational.environments.relations_game.generator import RelationsGame
     from keras_relational.environments.relations_game.rendering import render
 
@@ -57,18 +89,21 @@ def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
     images = np.zeros((num_examples, 36, 36, 3), dtype=np.uint8)
     labels = np.zeros(num_examples, dtype=np.int64)
     tasks = np.zeros(num_examples, dtype=np.int64)
-    kinds = []
+    kinds, splits = [], []
     for i in range(num_examples):
         objects, labels[i], tasks[i] = game.sample_objects()
         images[i] = render(objects)
         kinds.append(example_kind(task, objects))
-    return {"images": images, "labels": labels, "tasks": tasks}, kinds
+        splits.append(free_shape_split(task, objects))
+    return {"images": images, "labels": labels, "tasks": tasks}, kinds, splits
 
 
 def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     """``{object_set: {"accuracy", "kinds": {kind: {"accuracy", "count"}}}}`` of one run, on
     data drawn as its training data was (its ``xoccurs_negatives`` or
-    ``colour_shape_layout``)."""
+    ``colour_shape_layout``). Pair tasks add ``"by_free_shape": {kind: {split: {"accuracy",
+    "count"}}}`` for the shape differences; ``colour_and_or_shape`` adds ``"confusion": {kind:
+    [examples predicted as each class]}``."""
     import keras
 
     import keras_relational.layers  # noqa: F401  (registers the layers for load_model)
@@ -84,15 +119,28 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     model = keras.saving.load_model(os.path.join(run_dir, "model.keras"))
     analysis = {}
     for object_set in ("pentominoes",) + lib.held_out_sets(task):
-        data, kinds = sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs)
+        data, kinds, splits = sample_with_kinds(task, object_set, num_examples, seed,
+                                                **generator_kwargs)
         logits = model.predict(lib.make_dataset(data, batch_size), verbose=0)
-        correct = np.argmax(logits, -1) == data["labels"]
-        kinds = np.array(kinds)
-        analysis[object_set] = {
+        predicted = np.argmax(logits, -1)
+        correct = predicted == data["labels"]
+        kinds, splits = np.array(kinds), np.array([str(split) for split in splits])
+        result = analysis[object_set] = {
             "accuracy": float(correct.mean()),
             "kinds": {kind: {"accuracy": float(correct[kinds == kind].mean()),
                              "count": int((kinds == kind).sum())}
                       for kind in kind_order(task) if (kinds == kind).any()}}
+        if task in ("same", "colour_and_or_shape"):
+            result["by_free_shape"] = {
+                kind: {split: {"accuracy": float(correct[chosen].mean()),
+                               "count": int(chosen.sum())}
+                       for split in FREE_SHAPE_SPLIT
+                       if (chosen := (kinds == kind) & (splits == split)).any()}
+                for kind in ("shape differs", "both differ") if (kinds == kind).any()}
+        if task == "colour_and_or_shape":
+            result["confusion"] = {
+                kind: np.bincount(predicted[kinds == kind], minlength=len(PAIR_KINDS)).tolist()
+                for kind in PAIR_KINDS if (kinds == kind).any()}
     return analysis
 
 
@@ -107,8 +155,14 @@ def finished_runs(root_dir, tasks=TASKS):
             if os.path.exists(os.path.join(root_dir, run["run_dir"], "model.keras"))]
 
 
+def _cell(entry):
+    return "-" if entry is None else f"{100 * entry['accuracy']:.1f} ({entry['count']})"
+
+
 def markdown(records):
-    """One table per task: a row per (run, object set), a column per kind of example."""
+    """One table per task: a row per (run, object set), a column per kind of example; for the
+    pair tasks the shape differences split by free shape, and for ``colour_and_or_shape`` the
+    classes predicted for each kind."""
     lines = []
     for task in TASKS:
         rows = [r for r in records if r["task"] == task]
@@ -120,25 +174,77 @@ def markdown(records):
                   "|---|---|---|" + "---|" * len(kinds)]
         for record in rows:
             for object_set, result in record["analysis"].items():
-                cells = []
-                for kind in kinds:
-                    entry = result["kinds"].get(kind)
-                    cells.append("-" if entry is None else
-                                 f"{100 * entry['accuracy']:.1f} ({entry['count']})")
+                cells = [_cell(result["kinds"].get(kind)) for kind in kinds]
                 lines.append(f"| {record['run_dir']} | {object_set} | "
                              f"{100 * result['accuracy']:.1f} | " + " | ".join(cells) + " |")
         lines.append("")
+        split_rows = [(record, object_set, result) for record in rows
+                      for object_set, result in record["analysis"].items()
+                      if result.get("by_free_shape")]
+        if split_rows:
+            columns = [(kind, split) for kind in ("shape differs", "both differ")
+                       for split in FREE_SHAPE_SPLIT]
+            lines += [f"{task}: the shape differences by free shape (one polyomino turned, "
+                      f"flipped or moved in its box, or two polyominoes): accuracy % "
+                      f"(examples).", "",
+                      "| run | objects | " + " | ".join(f"{kind}: {split}"
+                                                       for kind, split in columns) + " |",
+                      "|---|---|" + "---|" * len(columns)]
+            for record, object_set, result in split_rows:
+                cells = [_cell(result["by_free_shape"].get(kind, {}).get(split))
+                         for kind, split in columns]
+                lines.append(f"| {record['run_dir']} | {object_set} | " + " | ".join(cells)
+                             + " |")
+            lines.append("")
+        confusion_rows = [(record, object_set, result) for record in rows
+                          for object_set, result in record["analysis"].items()
+                          if result.get("confusion")]
+        if confusion_rows:
+            lines += [f"{task}: the classes predicted for each kind of example (% of that kind's "
+                      f"examples; the diagonal is the accuracy).", "",
+                      "| run | objects | kind | " + " | ".join(f"as {kind}" for kind in PAIR_KINDS)
+                      + " |", "|---|---|---|" + "---|" * len(PAIR_KINDS)]
+            for record, object_set, result in confusion_rows:
+                for kind, counts in result["confusion"].items():
+                    total = sum(counts)
+                    lines.append(f"| {record['run_dir']} | {object_set} | {kind} | "
+                                 + " | ".join(f"{100 * c / total:.1f}" for c in counts) + " |")
+            lines.append("")
     return "\n".join(lines)
 
 
+def kept_records(output, tasks, num_examples, seed):
+    """The records of ``<output>.json`` for tasks other than ``tasks`` (kept when some tasks
+    are analysed again); none when the file does not exist.
+
+    Raises:
+        ValueError: naming ``output`` when its records were drawn with another
+            ``num_examples`` or ``seed``.
+    """
+    path = f"{output}.json"
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        data = json.load(f)
+    if (data.get("num_examples"), data.get("seed")) != (num_examples, seed):
+        raise ValueError(f"--output: {path} holds runs analysed on num_examples="
+                         f"{data.get('num_examples')}, seed={data.get('seed')}; this analysis "
+                         f"draws num_examples={num_examples}, seed={seed}: analyse all tasks "
+                         f"with its settings, or write another --output.")
+    return [record for record in data["runs"] if record["task"] not in tasks]
+
+
 def run(root_dir, tasks=TASKS, num_examples=4_000, seed=2024, output=None, command=None):
-    """Analyses every finished run of ``tasks`` and writes the results files; returns the text."""
+    """Analyses every finished run of ``tasks`` and writes the results files (keeping the other
+    tasks' runs of an existing ``<output>.json``); returns the text."""
+    kept = kept_records(output, tasks, num_examples, seed) if output else []
     records = []
     for directory, meta in finished_runs(root_dir, tasks):
         print(f"== {os.path.basename(directory)}", flush=True)
         records.append({"run_dir": os.path.basename(directory), "task": meta["task"],
                         "central": meta.get("central"), "seed": meta.get("seed"),
                         "analysis": analyse_run(directory, num_examples, seed)})
+    records = sorted(kept + records, key=lambda r: (TASKS.index(r["task"]), r["run_dir"]))
     text = (f"Relations Game: accuracy of the Table 1 models by kind of example (cells: accuracy % "
             f"(examples)), on {num_examples:,} fresh images per object set (seed {seed}); "
             f"pentominoes are the training objects in new images. Each run is measured on data "
@@ -157,6 +263,11 @@ def main(argv):
     unknown = sorted(set(FLAGS.tasks) - set(TASKS))
     if unknown:
         raise app.UsageError(f"--tasks: expected a subset of {list(TASKS)}, received {unknown}.")
+    if FLAGS.output:
+        try:
+            kept_records(FLAGS.output, tuple(FLAGS.tasks), FLAGS.num_examples, FLAGS.seed)
+        except ValueError as error:
+            raise app.UsageError(str(error)) from None
     print(run(FLAGS.root_dir, tuple(FLAGS.tasks), FLAGS.num_examples, FLAGS.seed,
               FLAGS.output, command=results_io.command_line()))
 
