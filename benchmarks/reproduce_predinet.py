@@ -48,6 +48,7 @@ import importlib.util
 import json
 import os
 import platform
+import statistics
 import time
 
 from absl import app, flags
@@ -248,10 +249,7 @@ def _seed_mean(runs, object_set):
     values = [100 * run[object_set] for run in runs if run.get(object_set) is not None]
     if not values or len(values) < len(runs):
         return None, None
-    mean = sum(values) / len(values)
-    if len(values) == 1:
-        return mean, 0.0
-    return mean, (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def _difference(ours, mean):

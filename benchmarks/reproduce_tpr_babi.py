@@ -66,6 +66,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import tempfile
 import time
 
@@ -281,7 +282,7 @@ def _load(r):
     return f"{r['load_average_after'][2]:.1f}"
 
 
-def _seeds_text(results, options):
+def _seeds_text(results):
     seeds = sorted({r["run_options"].get("seed", 0) for r in results.values()}) or [0]
     if len(seeds) == 1:
         return f"one seed ({seeds[0]})"
@@ -295,7 +296,7 @@ def _scale(results, options):
     target = options.get("target_val_accuracy")
     return (f"{options.get('num_train', 9000)} generated training questions per task"
             f"{' (real bAbI files)' if options.get('data_dir') else ''}, "
-            + _seeds_text(results, options) + ", "
+            + _seeds_text(results) + ", "
             + ("no time limit" if budget is None else f"at most {budget:g} min of training per run")
             + f" (wall clock, on a shared machine: {first.get('cpus', os.cpu_count())} CPU cores "
             f"({first.get('machine', platform.machine())}), nice {first.get('nice', '-')}; the "
@@ -314,13 +315,6 @@ def _errors_by_task(results):
     return errors
 
 
-def _mean_std(values):
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, None
-    return mean, (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-
-
 def table2(results, tasks):
     """Table 2: a row per run (task, seed) beside the paper's best and mean of 5 runs; a task
     with several seeds gets a row with their best and their mean ± sample standard deviation
@@ -337,17 +331,17 @@ def table2(results, tasks):
                         f"| {r['train_seconds'] / 60:.1f} | {_patience(r)} | {_stopped_by(r)} | "
                         f"{xla} | {_load(r)} | {PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
         if len(errors.get(t, ())) > 1:
-            mean, std = _mean_std(list(errors[t].values()))
-            rows.append(f"| {t} | best / mean of {len(errors[t])} | "
-                        f"{min(errors[t].values()):.2f} / {mean:.2f} ± {std:.2f} | | | | | | "
-                        f"| | {PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
+            values = list(errors[t].values())
+            rows.append(f"| {t} | best / mean of {len(values)} | {min(values):.2f} / "
+                        f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f} | | | | "
+                        f"| | | | {PAPER_BEST[t]} | {PAPER_MEAN[t]} |")
     done = {t: e for t, e in errors.items() if t in tasks}
     missing = [t for t in sorted(tasks) if t not in done]
     rows += ["", f"Finished: {len(done)} of {len(tasks)} tasks"
              + (f" (not run yet: {', '.join(map(str, missing))})" if missing else "") + "."]
     if done:
         best = {t: min(e.values()) for t, e in done.items()}
-        mean = {t: _mean_std(list(e.values()))[0] for t, e in done.items()}
+        mean = {t: statistics.mean(e.values()) for t, e in done.items()}
         failed = [t for t, e in best.items() if e > 5.0]
         several = any(len(e) > 1 for e in done.values())
         rows.append(f"Mean test error over the finished tasks: "
@@ -561,11 +555,13 @@ def main(argv):
                "target_val_accuracy": FLAGS.target_val_accuracy, "patience": FLAGS.patience,
                "jit_compile": FLAGS.jit_compile}
     try:
-        seeds = check_seeds(FLAGS.mode, [int(seed) for seed in FLAGS.seeds])
+        seeds = [int(seed) for seed in FLAGS.seeds]
+    except ValueError:
+        raise app.UsageError(f"--seeds expects integers, received {FLAGS.seeds}.") from None
+    try:
+        seeds = check_seeds(FLAGS.mode, seeds)
     except ValueError as error:
-        message = str(error) if str(error).startswith("--seeds") else (
-            f"--seeds expects integers, received {FLAGS.seeds}.")
-        raise app.UsageError(message) from None
+        raise app.UsageError(str(error)) from None
     print(run(FLAGS.mode, FLAGS.root_dir, tasks, tuple(FLAGS.operations), seeds, FLAGS.output,
               FLAGS.session_minutes, FLAGS.table_only, **options))
 
