@@ -336,7 +336,8 @@ def batches_to_target(curve, object_set="stripes", target=TARGET_ACCURACY):
 def curricula_markdown(results, combinations, centrals):
     """A row per curriculum cell: each stage's final held-out stripes accuracy, then the batches
     the target's stages 1, 3 and 4 took to reach 90 % on the held-out curve (the paper's Fig. 4
-    compares how fast they learn)."""
+    compares how fast they learn). Where several seeds share a setting (variant and training
+    images), a row with each stage's mean ± sample standard deviation follows them."""
     from keras_relational.experiments import relations_game_lib as lib
 
     lines = ["| combination | target ← curriculum | architecture | seed | "
@@ -352,7 +353,9 @@ def curricula_markdown(results, combinations, centrals):
             if not cells:
                 lines.append(f"{head} {NAMES[central]} | |" + " not run |" * len(lib.STAGES)
                              + f" | | | {PAPER_CURRICULA[name]} |")
-            for cell in sorted(cells, key=lambda cell: (_variant(cell), cell.get("seed", 0))):
+            cells = sorted(cells, key=lambda cell: (_variant(cell), _train_images(cell),
+                                                    cell.get("seed", 0)))
+            for cell in cells:
                 stages = cell["stages"]
                 accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
                 batches = "/".join(
@@ -365,6 +368,16 @@ def curricula_markdown(results, combinations, centrals):
                 lines.append(f"{head} {_architecture(central, cell)} | {cell.get('seed', '?')} | "
                              f"{accuracies} | {to_target} | {batches} | "
                              f"{cell.get('minutes', float('nan')):.1f} | {PAPER_CURRICULA[name]} |")
+                setting = (_variant(cell), _train_images(cell))
+                group = [other for other in cells
+                         if (_variant(other), _train_images(other)) == setting]
+                if len(group) > 1 and cell is group[-1]:
+                    means = [_seed_mean([other["stages"][s] for other in group], "stripes")
+                             for s in lib.STAGES]
+                    lines.append(f"{head} {_architecture(central, cell)} | mean of {len(group)} | "
+                                 + " | ".join("n/a" if mean is None else f"{mean:.1f}±{std:.1f}"
+                                              for mean, std in means)
+                                 + f" | | | | {PAPER_CURRICULA[name]} |")
     return "\n".join(lines)
 
 

@@ -277,3 +277,20 @@ def test_curricula_table_gives_the_batches_each_target_stage_took_to_reach_90_pe
     assert ("| A (Fig. 4) | column_patterns_3 ← between | PrediNet | 0 | 95.0 | 99.0 | 85.0 | "
             "89.0 | 10,000 / 5,000 / never | 10,000/10,000/10,000/10,000 (time cap) | 3.0 |"
             in text)
+
+
+def test_curricula_table_adds_the_mean_over_seeds_of_one_setting():
+    def cell(seed, stage_3, **meta):
+        stages = {stage: {"stripes": 0.5, "num_batches": 10} for stage in
+                  ("stage_1_scratch", "stage_2_curriculum", "stage_4_input_net")}
+        stages["stage_3_reuse"] = {"stripes": stage_3, "num_batches": 10}
+        return dict(meta, combination="C", central="predinet", seed=seed, minutes=1.0,
+                    stages=stages)
+    cells = [cell(1, 0.7), cell(0, 0.5), cell(0, 0.9, optimizer="adam")]
+    text = reproduce.curricula_markdown({("C", "predinet"): cells}, ("C",), ("predinet",))
+    rows = [line for line in text.splitlines() if "| PrediNet" in line]
+    # Seeds 0 and 1 of the paper's setting, their mean (stage 3: 50 and 70 -> 60 ± 14.1),
+    # then the Adam run alone: one seed of a setting gets no mean row.
+    assert [row.split(" | ")[3] for row in rows] == ["0", "1", "mean of 2", "0"]
+    assert rows[2].split(" | ")[4:8] == ["50.0±0.0", "50.0±0.0", "60.0±14.1", "50.0±0.0"]
+    assert "Adam" in rows[3]
