@@ -45,6 +45,7 @@ without the run directories goes on with the cells not yet finished:
 
 import glob
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -353,28 +354,31 @@ def curricula_markdown(results, combinations, centrals):
             if not cells:
                 lines.append(f"{head} {NAMES[central]} | |" + " not run |" * len(lib.STAGES)
                              + f" | | | {PAPER_CURRICULA[name]} |")
-            cells = sorted(cells, key=lambda cell: (_variant(cell), _train_images(cell),
-                                                    cell.get("seed", 0)))
-            for cell in cells:
-                stages = cell["stages"]
-                accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
-                batches = "/".join(
-                    f"{stages[s]['num_batches']:,}"
-                    + (" (time cap)" if stages[s].get("stopped_by_time_limit") else "")
-                    for s in lib.STAGES)
-                to_target = " / ".join(
-                    "never" if (b := batches_to_target(stages[s].get("curve", []))) is None
-                    else f"{b:,}" for s in CURVE_STAGES)
-                lines.append(f"{head} {_architecture(central, cell)} | {cell.get('seed', '?')} | "
-                             f"{accuracies} | {to_target} | {batches} | "
-                             f"{cell.get('minutes', float('nan')):.1f} | {PAPER_CURRICULA[name]} |")
-                setting = (_variant(cell), _train_images(cell))
-                group = [other for other in cells
-                         if (_variant(other), _train_images(other)) == setting]
-                if len(group) > 1 and cell is group[-1]:
-                    means = [_seed_mean([other["stages"][s] for other in group], "stripes")
+            def setting(cell):
+                return _variant(cell), _train_images(cell)
+
+            cells = sorted(cells, key=lambda cell: (setting(cell), cell.get("seed", 0)))
+            for _, group in itertools.groupby(cells, key=setting):
+                group = list(group)
+                for cell in group:
+                    stages = cell["stages"]
+                    accuracies = " | ".join(_percent(stages[s], "stripes") for s in lib.STAGES)
+                    batches = "/".join(
+                        f"{stages[s]['num_batches']:,}"
+                        + (" (time cap)" if stages[s].get("stopped_by_time_limit") else "")
+                        for s in lib.STAGES)
+                    to_target = " / ".join(
+                        "never" if (b := batches_to_target(stages[s].get("curve", []))) is None
+                        else f"{b:,}" for s in CURVE_STAGES)
+                    lines.append(f"{head} {_architecture(central, cell)} | "
+                                 f"{cell.get('seed', '?')} | {accuracies} | {to_target} | "
+                                 f"{batches} | {cell.get('minutes', float('nan')):.1f} | "
+                                 f"{PAPER_CURRICULA[name]} |")
+                if len(group) > 1:
+                    means = [_seed_mean([cell["stages"][s] for cell in group], "stripes")
                              for s in lib.STAGES]
-                    lines.append(f"{head} {_architecture(central, cell)} | mean of {len(group)} | "
+                    lines.append(f"{head} {_architecture(central, group[0])} | "
+                                 f"mean of {len(group)} | "
                                  + " | ".join("n/a" if mean is None else f"{mean:.1f}±{std:.1f}"
                                               for mean, std in means)
                                  + f" | | | | {PAPER_CURRICULA[name]} |")
