@@ -57,6 +57,7 @@ from absl import app, flags
 from benchmarks import results_io
 from keras_relational import json_files
 from keras_relational.environments import relations_game
+from keras_relational.experiments import accuracy_targets
 
 MODES = ("table1", "curricula")
 # Shanahan et al. 2020: the released pentomino file of a task holds 250,000 images (the authors'
@@ -327,9 +328,11 @@ TARGET_ACCURACY = 0.9  # Shanahan et al. 2020, Fig. 4: "the only one to reach 90
 
 
 def batches_to_target(curve, object_set="stripes", target=TARGET_ACCURACY):
-    """The first batch of a held-out ``curve`` at or above ``target`` (None if never)."""
+    """The first batch of a held-out ``curve`` at or above ``target``, compared in float32 as
+    Keras measured it (None if never)."""
     for point in curve:
-        if point.get(object_set) is not None and point[object_set] >= target:
+        accuracy = point.get(object_set)
+        if accuracy is not None and accuracy_targets.reaches(accuracy, target):
             return point["batch"]
     return None
 

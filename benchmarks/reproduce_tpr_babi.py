@@ -74,6 +74,7 @@ import results_io  # benchmarks/results_io.py, beside this script
 from absl import app, flags
 
 from keras_relational import json_files
+from keras_relational.experiments import accuracy_targets
 
 # Schlag & Schmidhuber 2018, Table 2 (single-task, test error %, 5 runs).
 PAPER_BEST = {1: "0.0", 2: "0.0", 3: "1.2", 4: "0.0", 5: "0.5", 6: "0.0", 7: "0.5", 8: "0.1",
@@ -269,7 +270,7 @@ def _stopped_by(r):
     epoch cap or its patience (babi_lib.train_eval's stopping callbacks)."""
     options = r["run_options"]
     target, budget = options.get("target_val_accuracy"), options.get("max_minutes")
-    if target is not None and r["best_val_accuracy"] >= target:
+    if target is not None and accuracy_targets.reaches(r["best_val_accuracy"], target):
         return "target"
     if budget is not None and r["train_seconds"] > 60.0 * budget:
         return "time"

@@ -27,7 +27,12 @@ import numpy as np
 
 from keras_relational import faults, json_files, validation
 from keras_relational.environments import babi
-from keras_relational.experiments import babi_serving, distribution_lib, safe_backup
+from keras_relational.experiments import (
+    accuracy_targets,
+    babi_serving,
+    distribution_lib,
+    safe_backup,
+)
 from keras_relational.models import precision
 from keras_relational.models.tpr_rnn import tpr_rnn
 
@@ -148,7 +153,8 @@ class _StopAtAccuracy(keras.callbacks.Callback):
         self.target = target
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.target is not None and (logs or {}).get("val_accuracy", 0.0) >= self.target:
+        if self.target is not None and accuracy_targets.reaches(
+                (logs or {}).get("val_accuracy", 0.0), self.target):
             print(f"validation accuracy {logs['val_accuracy']:.4f} >= {self.target}, stopping")
             self.model.stop_training = True
 

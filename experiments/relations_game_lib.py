@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from keras_relational import faults, json_files, validation, whole_files
 from keras_relational.environments import relations_game
-from keras_relational.experiments import distribution_lib
+from keras_relational.experiments import accuracy_targets, distribution_lib
 from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models import precision
 from keras_relational.models import relations_game as models
@@ -140,7 +140,7 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
             self.model.stop_training = True
         first = next(iter(accuracies.values()), None)
         if self.early_stopping_accuracy is not None and first is not None \
-                and first >= self.early_stopping_accuracy:
+                and accuracy_targets.reaches(first, self.early_stopping_accuracy):
             print(f"[{self.stage_name}] early stop: {first:.3f} >= "
                   f"{self.early_stopping_accuracy}", flush=True)
             self.model.stop_training = True

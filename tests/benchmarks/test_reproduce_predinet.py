@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import pytest
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -258,6 +259,14 @@ def test_colour_and_or_shape_in_column_pairs_is_a_row_of_its_own(tmp_path):
         assert json.load(f)["colour_shape_layout"] == "column_pair"
     with pytest.raises(ValueError, match="`colour_shape_layout`: expected one of"):
         reproduce.run("table1", root, colour_shape_layout="rows")
+
+
+def test_a_float32_accuracy_of_exactly_90_percent_reaches_the_target():
+    # Keras stores 450 correct of 500 as 0.8999999762; it is 90 %, not short of it.
+    curve = [{"batch": 5000, "stripes": float(np.float32(449) / np.float32(500))},
+             {"batch": 10000, "stripes": float(np.float32(450) / np.float32(500))}]
+    assert reproduce.batches_to_target(curve) == 10000
+    assert reproduce.batches_to_target(curve[:1]) is None
 
 
 def test_curricula_table_gives_the_batches_each_target_stage_took_to_reach_90_percent():

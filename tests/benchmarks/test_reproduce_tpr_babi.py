@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 
+import numpy as np
 import pytest
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -199,6 +200,9 @@ def test_table2_says_why_each_run_stopped():
                          run_options=options), **changes)
 
     assert reproduce._stopped_by(record(best_val_accuracy=0.999)) == "target"
+    # Keras' float32 accuracy of exactly the target (0.9 is stored as 0.8999999762) reached it.
+    assert reproduce._stopped_by(record(best_val_accuracy=float(np.float32(0.9)),
+                                        options={"target_val_accuracy": 0.9})) == "target"
     assert reproduce._stopped_by(record(train_seconds=1201.0)) == "time"
     assert reproduce._stopped_by(record(epochs=200)) == "epochs"
     assert reproduce._stopped_by(record(options={"patience": 30})) == "patience"

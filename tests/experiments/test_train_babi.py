@@ -242,3 +242,19 @@ def test_train_eval_under_mixed_bfloat16_records_the_policy(tmp_path):
     assert 0.0 <= results["test_error"][1] <= 100.0
     with pytest.raises(ValueError, match=r"`dtype_policy`.*'bfloat16'"):
         babi_lib.train_eval(str(tmp_path / "bad"), dtype_policy="bfloat16")
+
+
+def test_the_target_validation_accuracy_stops_training_when_met_exactly():
+    class _Model:
+        stop_training = False
+
+    def stops(val_accuracy, target):
+        callback, model = babi_lib._StopAtAccuracy(target), _Model()
+        callback.set_model(model)
+        callback.on_epoch_end(0, {"val_accuracy": val_accuracy})
+        return model.stop_training
+
+    # Keras' float32 accuracy of 9 in 10 is 0.8999999762, below the float 0.9; it is the target.
+    assert stops(float(np.float32(9) / np.float32(10)), 0.9)  # Keras logs Python floats
+    assert not stops(float(np.float32(8) / np.float32(10)), 0.9)
+    assert not stops(1.0, None)
