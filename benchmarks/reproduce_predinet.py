@@ -337,6 +337,11 @@ def batches_to_target(curve, object_set="stripes", target=TARGET_ACCURACY):
     return None
 
 
+def _curricula_setting(cell):
+    """What a curricula cell's seeds share (its variant and training images): a mean row's group."""
+    return _variant(cell), _train_images(cell)
+
+
 def curricula_markdown(results, combinations, centrals):
     """A row per curriculum cell: each stage's final held-out stripes accuracy, then the batches
     the target's stages 1, 3 and 4 took to reach 90 % on the held-out curve (the paper's Fig. 4
@@ -357,11 +362,8 @@ def curricula_markdown(results, combinations, centrals):
             if not cells:
                 lines.append(f"{head} {NAMES[central]} | |" + " not run |" * len(lib.STAGES)
                              + f" | | | {PAPER_CURRICULA[name]} |")
-            def setting(cell):
-                return _variant(cell), _train_images(cell)
-
-            cells = sorted(cells, key=lambda cell: (setting(cell), cell.get("seed", 0)))
-            for _, group in itertools.groupby(cells, key=setting):
+            cells = sorted(cells, key=lambda cell: (_curricula_setting(cell), cell.get("seed", 0)))
+            for _, group in itertools.groupby(cells, key=_curricula_setting):
                 group = list(group)
                 for cell in group:
                     stages = cell["stages"]

@@ -14,12 +14,12 @@ def test_an_exact_float32_hit_reaches_the_target():
     assert accuracy_targets.reaches(measured, 0.9)
     assert accuracy_targets.reaches(np.float32(0.9), 0.9)
     assert accuracy_targets.reaches(0.95, 0.9)
+    assert accuracy_targets.reaches(1.0, 1.0)
 
 
 def test_an_accuracy_below_the_target_does_not_reach_it():
     assert not accuracy_targets.reaches(float(np.float32(449) / np.float32(500)), 0.9)
     assert not accuracy_targets.reaches(0.0, 0.9)
-    assert accuracy_targets.reaches(1.0, 1.0)
 
 
 def test_the_docstring_examples_run():
