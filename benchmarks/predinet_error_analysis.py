@@ -6,7 +6,10 @@ the objects that made them, and reports the accuracy on each kind of example:
 
 * ``occurs`` / ``xoccurs``: by the number of copies of the top object in the bottom row (0-3).
   ``xoccurs`` is true for exactly one copy (our reading of the paper; see
-  ``RelationsGame(xoccurs_negatives=...)``), so its negatives have 0, 2 or 3 copies.
+  ``RelationsGame(xoccurs_negatives=...)``), so its negatives have 0, 2 or 3 copies. Each
+  number of copies is also split by the near variants among the other bottom objects: those
+  that differ from the top object in colour only or in shape only (every stripes variant, since
+  stripes share one shape), the objects a model most easily takes for copies.
 * ``same`` / ``colour_and_or_shape``: by how the two objects differ (identical, shape differs,
   colour differs, both differ; stripes only differ in colour). Two shapes differ when their 3x3
   arrays do (the paper's identity), so a pair may be one free polyomino turned, flipped or moved
@@ -74,6 +77,27 @@ def free_shape_split(task, objects):
     return FREE_SHAPE_SPLIT[free_shape(first.mask) != free_shape(second.mask)]
 
 
+def near_variants(task, objects):
+    """For ``occurs`` / ``xoccurs``: how many bottom objects differ from the top object in
+    exactly one of shape and colour (None for the other tasks)."""
+    if task not in ("occurs", "xoccurs"):
+        return None
+    top = objects[(0, 1)]
+    count = 0
+    for col in range(3):
+        other = objects[(2, col)]
+        shape_differs = other.mask.tobytes() != top.mask.tobytes()
+        colour_differs = (other.outer, other.middle) != (top.outer, top.middle)
+        count += int(shape_differs != colour_differs)
+    return count
+
+
+def near_split_order():
+    """The ``occurs`` / ``xoccurs`` splits: copies, then near variants among the others."""
+    return [f"{copies} copies, {near} near" for copies in range(4)
+            for near in range(4 - copies)]
+
+
 def kind_order(task):
     return [f"{n} copies" for n in range(4)] if task in ("occurs", "xoccurs") else list(PAIR_KINDS)
 
@@ -81,7 +105,8 @@ def kind_order(task):
 def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
     """``(data, kinds, splits)``: ``num_examples`` generated examples (the dict of
     ``relations_game.generate``; ``generator_kwargs`` go to ``RelationsGame``), the kind of each
-    and its ``free_shape_split``."""
+    and its split: ``free_shape_split`` for the pair tasks, ``"<copies> copies, <n> near"``
+    (``near_variants``) for ``occurs`` / ``xoccurs``."""
     from keras_relational.environments.relations_game.generator import RelationsGame
     from keras_relational.environments.relations_game.rendering import render
 
@@ -94,7 +119,9 @@ def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
         objects, labels[i], tasks[i] = game.sample_objects()
         images[i] = render(objects)
         kinds.append(example_kind(task, objects))
-        splits.append(free_shape_split(task, objects))
+        near = near_variants(task, objects)
+        splits.append(free_shape_split(task, objects) if near is None
+                      else f"{kinds[-1]}, {near} near")
     return {"images": images, "labels": labels, "tasks": tasks}, kinds, splits
 
 
@@ -103,7 +130,8 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     data drawn as its training data was (its ``xoccurs_negatives`` or
     ``colour_shape_layout``). Pair tasks add ``"by_free_shape": {kind: {split: {"accuracy",
     "count"}}}`` for the shape differences; ``colour_and_or_shape`` adds ``"confusion": {kind:
-    [examples predicted as each class]}``."""
+    [examples predicted as each class]}``; ``occurs`` / ``xoccurs`` add ``"by_near_variants":
+    {split: {"accuracy", "count"}}`` (``near_split_order``)."""
     import keras
 
     import keras_relational.layers  # noqa: F401  (registers the layers for load_model)
@@ -137,6 +165,11 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
                        for split in FREE_SHAPE_SPLIT
                        if (chosen := (kinds == kind) & (splits == split)).any()}
                 for kind in ("shape differs", "both differ") if (kinds == kind).any()}
+        if task in ("occurs", "xoccurs"):
+            result["by_near_variants"] = {
+                split: {"accuracy": float(correct[splits == split].mean()),
+                        "count": int((splits == split).sum())}
+                for split in near_split_order() if (splits == split).any()}
         if task == "colour_and_or_shape":
             result["confusion"] = {
                 kind: np.bincount(predicted[kinds == kind], minlength=len(PAIR_KINDS)).tolist()
@@ -193,6 +226,22 @@ def markdown(records):
             for record, object_set, result in split_rows:
                 cells = [_cell(result["by_free_shape"].get(kind, {}).get(split))
                          for kind, split in columns]
+                lines.append(f"| {record['run_dir']} | {object_set} | " + " | ".join(cells)
+                             + " |")
+            lines.append("")
+        near_rows = [(record, object_set, result) for record in rows
+                     for object_set, result in record["analysis"].items()
+                     if result.get("by_near_variants")]
+        if near_rows:
+            columns = [split for split in near_split_order()
+                       if any(split in result["by_near_variants"] for _, _, result in near_rows)]
+            lines += [f"{task}: the examples by copies of the top object and by near variants "
+                      f"among the other bottom objects (differing from it in colour only or in "
+                      f"shape only): accuracy % (examples).", "",
+                      "| run | objects | " + " | ".join(columns) + " |",
+                      "|---|---|" + "---|" * len(columns)]
+            for record, object_set, result in near_rows:
+                cells = [_cell(result["by_near_variants"].get(split)) for split in columns]
                 lines.append(f"| {record['run_dir']} | {object_set} | " + " | ".join(cells)
                              + " |")
             lines.append("")

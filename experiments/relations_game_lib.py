@@ -146,6 +146,75 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class _PauseWhileAccurate(keras.callbacks.Callback):
+    """The convergence rule of the authors' released notebook (``train_model`` in
+    ``PrediNet.ipynb``, Shanahan et al. 2020): every ``interval`` batches, the accuracy on a fresh
+    batch of ``batch_size`` validation images; while it is above ``threshold`` the next
+    ``interval`` batches apply no update, and updates resume after the first check at or below
+    it. Here a paused interval runs SGD at learning rate 0 (exactly no update; SGD only, since
+    Adam's moments would still move).
+
+    Every check is appended to ``log_path`` (``[{"batch", "accuracy", "paused"}, ...]``); a
+    resumed stage keeps the checks up to the batch it resumes from and draws the same batches.
+    """
+
+    def __init__(self, validation_data, threshold, interval, batch_size, learning_rate, seed,
+                 log_path):
+        super().__init__()
+        self.validation_data = validation_data
+        self.threshold = np.float32(threshold)
+        self.interval = interval
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.seed = seed
+        self.log_path = log_path
+        self.checks = []
+
+    def _draw(self, index):
+        """The ``index``-th validation batch: passes over the pool, each in a seeded order."""
+        size = len(self.validation_data["labels"])
+        positions = np.arange(index * self.batch_size, (index + 1) * self.batch_size)
+        rows = np.empty(self.batch_size, np.int64)
+        for epoch in np.unique(positions // size):
+            order = np.random.RandomState(
+                validation.offset_seed("seed", self.seed, int(epoch), scale=7919)).permutation(size)
+            inside = positions // size == epoch
+            rows[inside] = order[positions[inside] % size]
+        return {key: value[rows] for key, value in self.validation_data.items()}
+
+    def _set_paused(self, paused):
+        self.model.optimizer.learning_rate = 0.0 if paused else self.learning_rate
+
+    def on_train_begin(self, logs=None):
+        done = int(self.model.optimizer.iterations)
+        if os.path.exists(self.log_path):  # a resumed stage: the checks before its restart
+            with open(self.log_path) as f:
+                self.checks = [c for c in json.load(f) if c["batch"] <= done]
+        self._set_paused(bool(self.checks) and self.checks[-1]["paused"])
+
+    def on_train_batch_end(self, batch, logs=None):
+        done = int(self.model.optimizer.iterations)
+        next_check = (len(self.checks) + 1) * self.interval
+        if done < next_check:
+            return
+        data = self._draw(len(self.checks))
+        features, _ = _to_model_inputs(data["images"], data["tasks"], data["labels"])
+        logits = self.model.predict_on_batch(features)
+        accuracy = np.float32(np.mean(np.argmax(logits, -1) == data["labels"]))
+        paused = bool(accuracy > self.threshold)
+        self.checks.append({"batch": next_check, "accuracy": float(accuracy), "paused": paused})
+        json_files.write_json(self.log_path, self.checks)
+        self._set_paused(paused)
+
+    def on_train_end(self, logs=None):
+        self._set_paused(False)
+
+    def paused_batches(self, num_batches):
+        """Batches of the first ``num_batches`` that applied no update."""
+        return int(sum(max(0, min(self.interval, num_batches - c["batch"]))
+                       for c in self.checks if c["paused"]))
+
+
 def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
     """Softmax cross-entropy on integer labels, accuracy, ``jit_compile=True`` (XLA).
 
@@ -163,14 +232,18 @@ def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
 def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size, optimizer,
                 learning_rate, eval_interval, seed, stage_name, early_stopping_accuracy=None,
                 num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0,
-                time_limit_s=None, dtype_policy="float32", data_settings=None):
+                time_limit_s=None, dtype_policy="float32", data_settings=None,
+                pause_above_accuracy=None, validation_data=None, pause_interval=500,
+                pause_batch_size=250):
     """Trains ``model`` (already frozen / re-initialised as the stage requires) in ``stage_dir``.
 
     Returns ``{"<object set>": final held-out accuracy, ..., "num_batches": batches trained,
     "stopped_by_time_limit": bool}``. Training stops early at the first evaluation after
     ``time_limit_s`` seconds (if set). A stage whose ``results.json`` exists is not trained
     again: its final weights are loaded. ``data_settings`` (a dict, e.g. the generator's
-    options) is recorded in the results.
+    options) is recorded in the results. ``pause_above_accuracy``: the notebook's rule
+    (``_PauseWhileAccurate``) on batches of ``pause_batch_size`` drawn from ``validation_data``
+    every ``pause_interval`` batches; the results then hold ``"paused_batches"``.
     """
     os.makedirs(stage_dir, exist_ok=True)
     results_path = os.path.join(stage_dir, "results.json")
@@ -189,6 +262,11 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     monitor = _HeldOutEvaluation(monitor_sets, os.path.join(stage_dir, "eval"), eval_interval,
                                  stage_name, early_stopping_accuracy,
                                  os.path.join(stage_dir, "curve.json"), time_limit_s)
+    pause = None
+    if pause_above_accuracy is not None:
+        pause = _PauseWhileAccurate(validation_data, pause_above_accuracy, pause_interval,
+                                    pause_batch_size, learning_rate, seed,
+                                    os.path.join(stage_dir, "pause_checks.json"))
     callbacks = [
         # Kept after fit: a kill before results.json is written loses no epoch of the stage.
         SafeBackupAndRestore(os.path.join(stage_dir, "backup"), delete_checkpoint=False),
@@ -196,7 +274,7 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
                                         save_weights_only=True),
         keras.callbacks.TensorBoard(stage_dir, update_freq="epoch"),  # -> stage_dir/train
         monitor,
-    ]
+    ] + ([pause] if pause else [])
     history = model.fit(make_dataset(train_data, batch_size, shuffle_seed=seed, repeat=True),
                         epochs=epochs, steps_per_epoch=min(eval_interval, num_batches),
                         callbacks=callbacks, shuffle=False, verbose=verbose)
@@ -207,6 +285,9 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     results["num_batches"] = int(epochs_done * min(eval_interval, num_batches))
     results["num_eval_examples"] = {name: int(len(d["labels"])) for name, d in eval_data.items()}
     results["stopped_by_time_limit"] = monitor.stopped_by_time_limit
+    if pause:
+        results["pause_above_accuracy"] = float(pause_above_accuracy)
+        results["paused_batches"] = pause.paused_batches(results["num_batches"])
 
     results["dtype_policy"] = dtype_policy
     results.update(data_settings or {})
@@ -267,6 +348,9 @@ def train_eval(
     xoccurs_negatives="exclusive",
     colour_shape_layout="random",
     dtype_policy="float32",
+    pause_above_accuracy=None,  # reference notebook: 0.99; off as in the paper
+    pause_interval=500,  # reference notebook: a check every 500 batches
+    num_validation_examples=5_000,  # reference notebook: its "mini" held-out files
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
 
@@ -315,6 +399,17 @@ def train_eval(
             released samples); recorded in the results of a ``colour_and_or_shape`` run.
         dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
             by ``compile``); recorded in every ``results.json``.
+        pause_above_accuracy: the authors' notebook's convergence rule (it used 0.99; the paper
+            does not mention it): every ``pause_interval`` batches, the accuracy on a fresh batch
+            of ``num_monitor_examples`` validation images; while it is above this, the next
+            ``pause_interval`` batches apply no update. SGD only. The validation images are
+            ``num_validation_examples`` generated images of the task's first held-out set
+            (hexominoes, the notebook's validation set), none of them in the evaluation sets.
+            Each stage logs its checks to ``pause_checks.json`` and its results hold
+            ``"paused_batches"``.
+        pause_interval: batches between the checks of ``pause_above_accuracy`` (a multiple of
+            ``steps_per_execution``).
+        num_validation_examples: the validation pool of ``pause_above_accuracy``.
 
     Returns:
         Single task: ``{"hexominoes": accuracy, "stripes": accuracy, "num_batches": n, ...}``.
@@ -325,6 +420,23 @@ def train_eval(
                          "colour_shape_layout": colour_shape_layout}
     for option, value in generator_options.items():
         validation.check_one_of(option, value, relations_game.TASK_OPTIONS[option][1])
+    if pause_above_accuracy is not None:
+        if not 0.0 < pause_above_accuracy < 1.0:
+            raise ValueError(f"`pause_above_accuracy`: expected an accuracy in (0, 1), received "
+                             f"{pause_above_accuracy!r}.")
+        if optimizer != "sgd":
+            raise ValueError(f"`pause_above_accuracy` pauses SGD (learning rate 0 is exactly no "
+                             f"update; Adam's moments would still move): expected "
+                             f"optimizer='sgd', received optimizer={optimizer!r}.")
+        if pause_interval < 1 or pause_interval % min(steps_per_execution, eval_interval,
+                                                      num_batches):
+            raise ValueError(f"`pause_interval`: expected a positive multiple of "
+                             f"steps_per_execution={min(steps_per_execution, eval_interval)}, "
+                             f"received {pause_interval!r}.")
+        if num_validation_examples < num_monitor_examples:
+            raise ValueError(f"`num_validation_examples`: expected at least "
+                             f"num_monitor_examples={num_monitor_examples} (one validation "
+                             f"batch), received {num_validation_examples!r}.")
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
     strategy = distribution_lib.get_strategy(distribution_strategy)
     for name in (task, curriculum_task) if curriculum_task else (task,):
@@ -345,6 +457,8 @@ def train_eval(
                   num_monitor_examples=num_monitor_examples,
                   steps_per_execution=steps_per_execution, export=export, verbose=verbose,
                   time_limit_s=time_limit_s, dtype_policy=dtype_policy,
+                  pause_above_accuracy=pause_above_accuracy, pause_interval=pause_interval,
+                  pause_batch_size=num_monitor_examples,
                   data_settings={option: value for option, value in generator_options.items()
                                  if relations_game.TASK_OPTIONS[option][0]
                                  in (task, curriculum_task)})
@@ -363,39 +477,49 @@ def train_eval(
                                   validation.offset_seed("seed", seed, offset + 1 + i, scale=1000),
                                   generator_options)
                      for i, s in enumerate(held_out_sets(name))}
-        return train, evals
+        valid = None
+        if pause_above_accuracy is not None:
+            valid = _generate(name, held_out_sets(name)[0], num_validation_examples,
+                              validation.offset_seed("seed", seed, offset + 50, scale=1000),
+                              generator_options)
+        return train, evals, valid
 
     def new_model():
         with precision.dtype_policy_scope(dtype_policy):
             return models.build_model(central, num_classes=num_classes,
                                       central_kwargs=central_kwargs)
 
-    target_train, target_eval = data_for(task, 0, data_file, eval_files)
+    target_train, target_eval, target_valid = data_for(task, 0, data_file, eval_files)
     with strategy.scope():
         if not curriculum_task:
             print(f"Single task {task!r}, {central}, {num_batches} batches of {batch_size}",
                   flush=True)
             return train_stage(new_model(), root_dir, target_train, target_eval, num_batches,
-                               seed=seed, stage_name=task, **common)
-        curriculum_train, curriculum_eval = data_for(curriculum_task, 100)
+                               seed=seed, stage_name=task, validation_data=target_valid,
+                               **common)
+        curriculum_train, curriculum_eval, curriculum_valid = data_for(curriculum_task, 100)
         results = {}
         print(f"Transfer protocol: target {task!r}, curriculum {curriculum_task!r}, {central}, "
               f"{num_batches} batches of {batch_size} per stage", flush=True)
         results[STAGES[0]] = train_stage(new_model(), os.path.join(root_dir, STAGES[0]),
                                          target_train, target_eval, num_batches, seed=seed,
-                                         stage_name=STAGES[0], **common)
+                                         stage_name=STAGES[0],
+                                         validation_data=target_valid, **common)
         pretrained = new_model()
         results[STAGES[1]] = train_stage(pretrained, os.path.join(root_dir, STAGES[1]),
                                          curriculum_train, curriculum_eval, num_batches,
-                                         seed=stage_seed(1), stage_name=STAGES[1], **common)
+                                         seed=stage_seed(1), stage_name=STAGES[1],
+                                         validation_data=curriculum_valid, **common)
         freeze_for_stage(pretrained, 3, seed=stage_seed(2))
         results[STAGES[2]] = train_stage(pretrained, os.path.join(root_dir, STAGES[2]),
                                          target_train, target_eval, num_batches, seed=stage_seed(2),
-                                         stage_name=STAGES[2], **common)
+                                         stage_name=STAGES[2],
+                                         validation_data=target_valid, **common)
         freeze_for_stage(pretrained, 4, seed=stage_seed(3))
         results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
                                          target_train, target_eval, num_batches, seed=stage_seed(3),
-                                         stage_name=STAGES[3], **common)
+                                         stage_name=STAGES[3],
+                                         validation_data=target_valid, **common)
         json_files.write_json(os.path.join(root_dir, "results.json"), results, indent=2)
         return results
 

@@ -45,6 +45,12 @@ flags.DEFINE_integer("num_train_examples", 50_000, "Generated pentomino images p
 flags.DEFINE_integer("num_eval_examples", 5_000, "Held-out images per object set.")
 flags.DEFINE_integer("eval_interval", 500, "Batches between held-out evaluations.")
 flags.DEFINE_float("early_stopping_accuracy", None, "Stop a stage at this held-out accuracy.")
+flags.DEFINE_float("pause_above_accuracy", None, "The authors' notebook's rule (it used 0.99; "
+                  "SGD only): every --pause_interval batches, the accuracy on a fresh batch of "
+                  "250 validation hexominoes; while above this, the next interval applies no "
+                  "update.")
+flags.DEFINE_integer("pause_interval", 500, "Batches between the checks of "
+                     "--pause_above_accuracy (the notebook: 500).")
 flags.DEFINE_integer("num_heads", None, "PrediNet/MHA heads (default 32).")
 flags.DEFINE_integer("seed", 0, "Seed for data and weights.")
 flags.DEFINE_string("data_file", None, "Train on this .npz file in DeepMind's released layout "
@@ -65,8 +71,9 @@ console.define_dtype_policy_flag()
 console.require_ranges({
     "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
     "num_train_examples": (1, None), "num_eval_examples": (1, None), "eval_interval": (1, None),
-    "early_stopping_accuracy": (0, 1), "num_heads": (1, None), "seed": (0, 2**32 - 1)},
-    exclusive_low=("learning_rate",))
+    "early_stopping_accuracy": (0, 1), "pause_above_accuracy": (0, 1),
+    "pause_interval": (1, None), "num_heads": (1, None), "seed": (0, 2**32 - 1)},
+    exclusive_low=("learning_rate", "pause_above_accuracy"))
 distribution_lib.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
@@ -89,6 +96,8 @@ def main(argv):
         num_eval_examples=FLAGS.num_eval_examples,
         eval_interval=FLAGS.eval_interval,
         early_stopping_accuracy=FLAGS.early_stopping_accuracy,
+        pause_above_accuracy=FLAGS.pause_above_accuracy,
+        pause_interval=FLAGS.pause_interval,
         central_kwargs=central_kwargs or None,
         seed=FLAGS.seed,
         distribution_strategy=FLAGS.distribution_strategy,

@@ -362,6 +362,8 @@ _FLAG_CASES = {
         ("--batch_size=0", "`batch_size`", "integer >= 1", "received 0"),
         ("--early_stopping_accuracy=2", "`early_stopping_accuracy`", "in [0, 1] or None",
          "received 2.0"),
+        ("--pause_above_accuracy=0", "`pause_above_accuracy`", "in (0, 1] or None",
+         "received 0.0"),
     ],
     "keras_relational.experiments.train_palindromes": [
         ("--seeds=0", "`seeds`", "integer >= 1", "received 0"),

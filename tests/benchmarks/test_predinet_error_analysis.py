@@ -111,3 +111,29 @@ def test_both_readings_negatives_have_no_copy_or_three():
                                              xoccurs_negatives="both_readings")
     assert set(kinds) == {"0 copies", "1 copies", "3 copies"}
     np.testing.assert_array_equal(data["labels"], [kind == "1 copies" for kind in kinds])
+
+
+@pytest.mark.parametrize("task", ["occurs", "xoccurs"])
+@pytest.mark.parametrize("object_set", ["pentominoes", "stripes"])
+def test_near_variants_are_counted_from_the_pixels_too(task, object_set):
+    from keras_relational.environments.relations_game import parsing
+
+    data, kinds, splits = analysis.sample_with_kinds(task, object_set, 300, seed=4)
+    seen = set()
+    for image, kind, split in zip(data["images"], kinds, splits, strict=True):
+        objects = parsing.parse_image(image)
+        top = objects[(0, 1)]
+        near = 0
+        for col in range(3):
+            other = objects[(2, col)]
+            same_shape = parsing.shape_of(other) == parsing.shape_of(top)
+            same_colour = parsing.colour_of(other) == parsing.colour_of(top)
+            identical = parsing.identity(other) == parsing.identity(top)
+            near += int(not identical and (same_shape or same_colour))
+        assert split == f"{kind}, {near} near"
+        seen.add(split)
+    if object_set == "stripes":  # one shape: every other bottom object is a near variant
+        assert all(int(s[0]) + int(s.split(", ")[1][0]) == 3 for s in seen)
+    else:
+        assert {"0 copies, 3 near", "0 copies, 1 near"} <= seen
+    assert seen <= set(analysis.near_split_order())

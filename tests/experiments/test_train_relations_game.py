@@ -154,3 +154,83 @@ def test_train_eval_under_mixed_float16_records_the_policy(tmp_path):
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
     with pytest.raises(ValueError, match=r"`dtype_policy`.*'float16'"):
         lib.train_eval(str(tmp_path / "bad"), dtype_policy="float16")
+
+
+@pytest.mark.slow
+def test_notebook_pause_rule_applies_no_update_while_above_the_threshold(tmp_path):
+    # The authors' notebook skips updates while the last check's validation accuracy is above
+    # its threshold: with a threshold every batch passes (an accuracy above 0 on 10 images of a
+    # balanced task), only the batches before the first check train, so the final weights are
+    # those of a run that stopped there.
+    tiny = {k: v for k, v in TINY.items() if k != "num_batches"}
+    tiny.update(export=False, eval_interval=6, steps_per_execution=2)
+    paused = lib.train_eval(str(tmp_path / "paused"), task="same", num_batches=6,
+                            pause_above_accuracy=1e-6, pause_interval=2,
+                            num_validation_examples=30, **tiny)
+    short = lib.train_eval(str(tmp_path / "short"), task="same", num_batches=2, **tiny)
+    checks = json.load(open(tmp_path / "paused" / "pause_checks.json"))
+    assert [c["batch"] for c in checks] == [2, 4, 6]
+    assert all(c["paused"] for c in checks) and paused["paused_batches"] == 4
+    assert paused["pause_above_accuracy"] == pytest.approx(1e-6)
+    trained, stopped = models.build_model("predinet", central_kwargs=TINY["central_kwargs"]), \
+        models.build_model("predinet", central_kwargs=TINY["central_kwargs"])
+    trained.load_weights(str(tmp_path / "paused" / "final.weights.h5"))
+    stopped.load_weights(str(tmp_path / "short" / "final.weights.h5"))
+    for a, b in zip(trained.get_weights(), stopped.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # A threshold no batch passes never pauses: the weights move after the first check.
+    never = lib.train_eval(str(tmp_path / "never"), task="same", num_batches=6,
+                           pause_above_accuracy=0.999999, pause_interval=2,
+                           num_validation_examples=30, **tiny)
+    assert never["paused_batches"] == 0
+    moving = models.build_model("predinet", central_kwargs=TINY["central_kwargs"])
+    moving.load_weights(str(tmp_path / "never" / "final.weights.h5"))
+    assert any(not np.array_equal(a, b)
+               for a, b in zip(moving.get_weights(), stopped.get_weights(), strict=True))
+
+
+class _FakeOptimizer:
+    def __init__(self, iterations):
+        self.iterations = iterations
+        self.learning_rate = 0.01
+
+
+class _FakeModel:
+    def __init__(self, iterations):
+        self.optimizer = _FakeOptimizer(iterations)
+
+
+def test_notebook_pause_rule_resumes_from_its_log(tmp_path):
+    # A stage restored at batch 4 keeps the checks up to it (paused after batch 4) and drops
+    # the later ones; the validation batches are drawn by index, the same on every run.
+    log = tmp_path / "pause_checks.json"
+    log.write_text(json.dumps([{"batch": 2, "accuracy": 0.5, "paused": False},
+                               {"batch": 4, "accuracy": 1.0, "paused": True},
+                               {"batch": 6, "accuracy": 0.5, "paused": False}]))
+    data = relations_game.generate("same", "hexominoes", 25, seed=3)
+    rule = lib._PauseWhileAccurate(data, 0.99, 2, 10, 0.01, 0, str(log))
+    rule.set_model(_FakeModel(4))
+    rule.on_train_begin()
+    assert [c["batch"] for c in rule.checks] == [2, 4]
+    assert rule.model.optimizer.learning_rate == 0.0
+    assert rule.paused_batches(5) == 1
+    first = [rule._draw(i)["labels"] for i in range(6)]  # 60 draws over a pool of 25
+    again = lib._PauseWhileAccurate(data, 0.99, 2, 10, 0.01, 0, str(log))
+    for i, labels in enumerate(first):
+        np.testing.assert_array_equal(again._draw(i)["labels"], labels)
+    # Each pass over the pool draws every image once.
+    images = np.concatenate([rule._draw(i)["images"] for i in range(5)])[:25]
+    assert sorted(map(bytes, images)) == sorted(map(bytes, data["images"]))
+    rule.on_train_end()
+    assert rule.model.optimizer.learning_rate == 0.01
+
+
+def test_notebook_pause_rule_errors_name_the_argument(tmp_path):
+    with pytest.raises(ValueError, match=r"`pause_above_accuracy`.*optimizer='sgd'.*'adam'"):
+        lib.train_eval(str(tmp_path), pause_above_accuracy=0.99, optimizer="adam")
+    with pytest.raises(ValueError, match=r"`pause_above_accuracy`.*\(0, 1\).*1.5"):
+        lib.train_eval(str(tmp_path), pause_above_accuracy=1.5)
+    with pytest.raises(ValueError, match=r"`pause_interval`.*50.*75"):
+        lib.train_eval(str(tmp_path), pause_above_accuracy=0.99, pause_interval=75)
+    with pytest.raises(ValueError, match=r"`num_validation_examples`.*250.*100"):
+        lib.train_eval(str(tmp_path), pause_above_accuracy=0.99, num_validation_examples=100)
