@@ -32,7 +32,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import results_io
-from keras_relational.environments import polyominoes
+from keras_relational.environments import polyominoes, relations_game
 
 TASKS = ("same", "occurs", "xoccurs", "colour_and_or_shape")
 PAIR_KINDS = ("identical", "shape differs", "colour differs", "both differ")
@@ -141,8 +141,7 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
         meta = json.load(f)
     task = meta["task"]
     # The generator's options the run was trained with (absent: the defaults).
-    generator_kwargs = {option: meta[option] for option in ("xoccurs_negatives",
-                                                            "colour_shape_layout")
+    generator_kwargs = {option: meta[option] for option in relations_game.TASK_OPTIONS
                         if option in meta}
     model = keras.saving.load_model(os.path.join(run_dir, "model.keras"))
     analysis = {}

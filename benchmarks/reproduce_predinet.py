@@ -516,7 +516,7 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         max_minutes_per_cell=15.0, num_train_examples=PAPER_TRAIN_EXAMPLES, num_eval_examples=5_000,
         eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
         plot=False, optimizer="sgd", xoccurs_negatives="exclusive", colour_shape_layout="random",
-        pause_rule="none", **train_kwargs):
+        pause_rule="none", occurs_distractors="variants", **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
 
     ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
@@ -526,7 +526,8 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     ``xoccurs_negatives``: the generator's ``xoccurs`` negatives (``"exclusive"``, the default, or
     ``"both_readings"``; ``RelationsGame``); ``xoccurs`` runs of the latter get their own
     directories and rows. ``colour_shape_layout``: likewise for ``colour_and_or_shape``
-    (``"random"``, the default, or ``"column_pair"``). ``pause_rule``: ``"none"`` (the paper's
+    (``"random"``, the default, or ``"column_pair"``), and ``occurs_distractors`` for ``occurs``
+    (``"variants"``, the default, or ``"one_variant"``). ``pause_rule``: ``"none"`` (the paper's
     every batch trains) or ``"notebook"`` (``PAUSE_RULES``: the authors' notebook skips updates
     while a fresh validation batch is above 99 %; SGD only); its runs get their own directories
     and rows.
@@ -536,7 +537,8 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     """
     names = tasks if mode == "table1" else combinations
     options = {"xoccurs_negatives": xoccurs_negatives,
-               "colour_shape_layout": colour_shape_layout}
+               "colour_shape_layout": colour_shape_layout,
+               "occurs_distractors": occurs_distractors}
     for option, value in dict(options, optimizer=optimizer, pause_rule=pause_rule).items():
         if value not in VARIANT_CHOICES[option]:
             raise ValueError(f"`{option}`: expected one of {list(VARIANT_CHOICES[option])}, "
@@ -644,6 +646,12 @@ def define_flags():
                       "colour_and_or_shape: two random cells (the paper's 'randomly placed') or "
                       "column_pair (rows 0 and 2 of one column, as in DeepMind's released "
                       "samples), in their own run directories and rows.")
+    flags.DEFINE_enum("occurs_distractors", "variants",
+                      list(VARIANT_CHOICES["occurs_distractors"]),
+                      "occurs: the other bottom objects are variants of the top one (the "
+                      "spec's reading) or one_variant (random objects but for one variant in a "
+                      "negative, as between's middle object in DeepMind's released data), in "
+                      "their own run directories and rows.")
     flags.DEFINE_enum("pause_rule", "none", list(PAUSE_RULES),
                       "none: every batch trains (the paper); notebook: the authors' notebook's "
                       "rule (every 500 batches a fresh batch of 250 held-out hexominoes; while "
@@ -690,7 +698,8 @@ def main(argv):
         eval_interval=FLAGS.eval_interval, output=FLAGS.output, table_only=FLAGS.table_only,
         session_minutes=FLAGS.session_minutes, plot=FLAGS.plot, optimizer=FLAGS.optimizer,
         xoccurs_negatives=FLAGS.xoccurs_negatives,
-        colour_shape_layout=FLAGS.colour_shape_layout, pause_rule=FLAGS.pause_rule)
+        colour_shape_layout=FLAGS.colour_shape_layout, pause_rule=FLAGS.pause_rule,
+        occurs_distractors=FLAGS.occurs_distractors)
 
 
 if __name__ == "__main__":

@@ -347,6 +347,7 @@ def train_eval(
     time_limit_s=None,
     xoccurs_negatives="exclusive",
     colour_shape_layout="random",
+    occurs_distractors="variants",
     dtype_policy="float32",
     pause_above_accuracy=None,  # reference notebook: 0.99; off as in the paper
     pause_interval=500,  # reference notebook: a check every 500 batches
@@ -397,6 +398,10 @@ def train_eval(
             (``RelationsGame``): ``"random"`` (two random cells; the default, the paper's
             "randomly placed") or ``"column_pair"`` (rows 0 and 2 of one column, as in DeepMind's
             released samples); recorded in the results of a ``colour_and_or_shape`` run.
+        occurs_distractors: what ``occurs``'s other bottom objects are (``RelationsGame``):
+            ``"variants"`` (each a variant of the top object; the default) or ``"one_variant"``
+            (one variant in a negative, random objects otherwise); recorded in the results of
+            an ``occurs`` run.
         dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
             by ``compile``); recorded in every ``results.json``.
         pause_above_accuracy: the authors' notebook's convergence rule (it used 0.99; the paper
@@ -417,7 +422,8 @@ def train_eval(
     """
     validation.check_dtype_policy("train_eval", dtype_policy)
     generator_options = {"xoccurs_negatives": xoccurs_negatives,
-                         "colour_shape_layout": colour_shape_layout}
+                         "colour_shape_layout": colour_shape_layout,
+                         "occurs_distractors": occurs_distractors}
     for option, value in generator_options.items():
         validation.check_one_of(option, value, relations_game.TASK_OPTIONS[option][1])
     if pause_above_accuracy is not None:

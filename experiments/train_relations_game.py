@@ -67,6 +67,11 @@ flags.DEFINE_enum("colour_shape_layout", "random",
                   "colour_and_or_shape: two random cells (the paper) or column_pair (rows 0 and "
                   "2 of one column, as in DeepMind's released samples).")
 
+flags.DEFINE_enum("occurs_distractors", "variants",
+                  list(relations_game.TASK_OPTIONS["occurs_distractors"][1]),
+                  "occurs: the other bottom objects are variants of the top one (default) or, "
+                  "one_variant, random objects but for one variant in a negative.")
+
 console.define_dtype_policy_flag()
 console.require_ranges({
     "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
@@ -105,6 +110,7 @@ def main(argv):
         eval_files=FLAGS.eval_file,
         xoccurs_negatives=FLAGS.xoccurs_negatives,
         colour_shape_layout=FLAGS.colour_shape_layout,
+        occurs_distractors=FLAGS.occurs_distractors,
         dtype_policy=FLAGS.dtype_policy,
     )
     print(results)

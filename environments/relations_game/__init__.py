@@ -16,7 +16,7 @@ example, 0 for the single-task sets):
 * ``between``: 3 objects; 1 iff three objects lie in a line (row, column or diagonal) whose two
   outer objects are identical.
 * ``occurs``: one object in the top-centre cell, three in the bottom row; 1 iff some bottom object
-  is identical to the top one.
+  is identical to the top one. See ``occurs_distractors`` for what the other bottom objects are.
 * ``xoccurs``: the same layout; 1 iff the top object occurs in the bottom row *exactly once* (the
   other two differ from it; in positives they also differ from each other). See
   ``xoccurs_negatives`` for the ambiguity.

@@ -28,7 +28,8 @@ from .tasks import (
 # The generator's options that change one task each: {option: (task, choices)}, the first
 # choice the default (the spec's reading; RelationsGame documents each).
 TASK_OPTIONS = {"xoccurs_negatives": ("xoccurs", ("exclusive", "both_readings")),
-                "colour_shape_layout": ("colour_and_or_shape", ("random", "column_pair"))}
+                "colour_shape_layout": ("colour_and_or_shape", ("random", "column_pair")),
+                "occurs_distractors": ("occurs", ("variants", "one_variant"))}
 
 
 class RelationsGame:
@@ -49,13 +50,18 @@ class RelationsGame:
             so that the reading "the other two differ from each other" gives the same labels.
         colour_shape_layout: ``"random"`` (default, the paper: "randomly placed") or
             ``"column_pair"`` (rows 0 and 2 of one column, as in two released samples).
+        occurs_distractors: the bottom objects of ``occurs`` that are not copies of the top one.
+            ``"variants"`` (default): each an independent variant of it, of a uniformly random
+            kind, in both classes. ``"one_variant"``: a negative has one variant (uniform kind)
+            and the other bottom objects, in both classes, are random objects other than the
+            top one, as the middle object of ``between`` in the released data.
         num_objects: number of objects in ``same`` images (default 2); extra objects are
             distinct from each other and, in negatives, from the pair.
     """
 
     def __init__(self, task, object_set="pentominoes", seed=None, middle_row_weight=2,
                  between_line_fraction=0.75, xoccurs_negatives="exclusive",
-                 colour_shape_layout="random", num_objects=2):
+                 colour_shape_layout="random", num_objects=2, occurs_distractors="variants"):
         self.task = check_task(task)
         check_one_of("object_set", object_set, polyominoes.OBJECT_SETS)
         if task == "colour_and_or_shape" and object_set == "stripes":
@@ -68,6 +74,8 @@ class RelationsGame:
         check_one_of("xoccurs_negatives", xoccurs_negatives, TASK_OPTIONS["xoccurs_negatives"][1])
         check_one_of("colour_shape_layout", colour_shape_layout,
                      TASK_OPTIONS["colour_shape_layout"][1])
+        check_one_of("occurs_distractors", occurs_distractors,
+                     TASK_OPTIONS["occurs_distractors"][1])
         if isinstance(num_objects, bool) or not isinstance(num_objects, int):
             raise invalid_value("num_objects", "an integer in [2, 9]", num_objects)
         check_int_in_range("num_objects", num_objects, 2, 9)
@@ -77,6 +85,7 @@ class RelationsGame:
         self.between_line_fraction = between_line_fraction
         self.xoccurs_negatives = xoccurs_negatives
         self.colour_shape_layout = colour_shape_layout
+        self.occurs_distractors = occurs_distractors
         self.num_objects = num_objects
         self._rng = np.random.default_rng(seed)
         self._bases = polyominoes.bases(object_set)
@@ -178,8 +187,21 @@ class RelationsGame:
             if not between_holds({cell: o.key() for cell, o in objects.items()}):
                 return objects, 0, 0
 
+    def _other_object(self, obj):
+        """A random object that is not a copy of ``obj``."""
+        while True:
+            other = self.random_object()
+            if other.key() != obj.key():
+                return other
+
     def _occurs(self, positive, exclusive):
         top = self.random_object()
+        if not exclusive and self.occurs_distractors == "one_variant":
+            bottom = [self._other_object(top) for _ in range(3)]
+            bottom[self._rng.integers(3)] = top if positive else self.variant(top)
+            objects = {(0, 1): top}
+            objects.update({(2, col): obj for col, obj in enumerate(bottom)})
+            return objects, int(positive), 0
         bottom = [self.variant(top) for _ in range(3)]
         if exclusive and positive:
             bottom = [self._distinct_variant(top, [])]

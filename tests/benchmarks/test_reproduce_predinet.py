@@ -350,3 +350,16 @@ def test_a_notebook_pause_cell_records_its_checks(tmp_path):
         checks = json.load(f)
     assert [c["batch"] for c in checks] == [1, 2]
     assert results["paused_batches"] == int(checks[0]["paused"])
+
+
+def test_occurs_with_one_variant_per_negative_is_a_row_of_its_own():
+    assert os.path.basename(reproduce.run_dir("/r", "occurs", "predinet", 100, 0, 20,
+                                              occurs_distractors="one_variant")) == (
+        "occurs_predinet_100b_20train_seed0_one_variant")
+    text = reproduce.table1_markdown({("occurs", "predinet"): [
+        {"hexominoes": 0.985, "stripes": 0.95, "num_batches": 100_000, "seed": 0,
+         "num_train_examples": 250_000, "occurs_distractors": "one_variant"}]})
+    assert "| occurs | hexominoes | PrediNet (occurs distractors: one variant) | 0 | 98.5 |" in text
+    assert "occurs distractors: one variant: 1 of 2 cells run." in text
+    with pytest.raises(ValueError, match="`occurs_distractors`: expected one of"):
+        reproduce.run("table1", "/nonexistent", occurs_distractors="random")

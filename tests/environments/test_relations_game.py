@@ -213,6 +213,33 @@ def test_xoccurs_negatives_and_readings():
         assert rg.oracle_label("xoccurs", image, xoccurs_reading="exclusive") == label
 
 
+def test_occurs_with_one_variant_per_negative():
+    # Negatives hold one variant of the top object among random objects, positives a copy among
+    # them; every label agrees with the pixel oracle.
+    data = rg.generate("occurs", "pentominoes", 3000, seed=5, occurs_distractors="one_variant")
+    near = []
+    for image, label in zip(data["images"], data["labels"], strict=True):
+        assert rg.oracle_label("occurs", image) == label
+        objects = decode(image)
+        top = objects[(0, 1)]
+        others = [objects[(2, c)] for c in range(3)]
+        differences = [None if np.array_equal(o[1], top[1]) else difference_kind(top, o)
+                       for o in others]
+        assert differences.count(None) == int(label)
+        near.append(sum(d in ("colour", "shape") for d in differences))
+    near = np.array(near)
+    # Random objects are rarely near variants: far fewer than the default's two a row.
+    assert near.mean() < 0.6
+    default = rg.generate("occurs", "pentominoes", 3000, seed=5)
+    default_near = [sum(difference_kind(decode(im)[(0, 1)], decode(im)[(2, c)]) in
+                        ("colour", "shape") for c in range(3)
+                        if not np.array_equal(decode(im)[(2, c)][1], decode(im)[(0, 1)][1]))
+                    for im in default["images"][:500]]
+    assert np.mean(default_near) > 1.5
+    with pytest.raises(ValueError, match=r"`occurs_distractors`.*'variants'.*'all'"):
+        rg.RelationsGame("occurs", occurs_distractors="all")
+
+
 def test_colour_shape_column_pair_layout():
     data = rg.generate("colour_and_or_shape", "hexominoes", 100, seed=1,
                        colour_shape_layout="column_pair")

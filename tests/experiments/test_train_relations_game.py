@@ -167,7 +167,7 @@ def test_notebook_pause_rule_applies_no_update_while_above_the_threshold(tmp_pat
     paused = lib.train_eval(str(tmp_path / "paused"), task="same", num_batches=6,
                             pause_above_accuracy=1e-6, pause_interval=2,
                             num_validation_examples=30, **tiny)
-    short = lib.train_eval(str(tmp_path / "short"), task="same", num_batches=2, **tiny)
+    lib.train_eval(str(tmp_path / "short"), task="same", num_batches=2, **tiny)
     checks = json.load(open(tmp_path / "paused" / "pause_checks.json"))
     assert [c["batch"] for c in checks] == [2, 4, 6]
     assert all(c["paused"] for c in checks) and paused["paused_batches"] == 4
