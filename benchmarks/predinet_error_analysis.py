@@ -25,6 +25,7 @@ runs of an existing ``<output>.json`` (drawn with the same ``--num_examples`` an
         --output=benchmarks/results/predinet_error_analysis
 """
 
+import fnmatch
 import json
 import os
 
@@ -127,8 +128,8 @@ def sample_with_kinds(task, object_set, num_examples, seed, **generator_kwargs):
 
 def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     """``{object_set: {"accuracy", "kinds": {kind: {"accuracy", "count"}}}}`` of one run, on
-    data drawn as its training data was (its ``xoccurs_negatives`` or
-    ``colour_shape_layout``). Pair tasks add ``"by_free_shape": {kind: {split: {"accuracy",
+    data drawn as its training data was (its generator options,
+    ``relations_game.TASK_OPTIONS``). Pair tasks add ``"by_free_shape": {kind: {split: {"accuracy",
     "count"}}}`` for the shape differences; ``colour_and_or_shape`` adds ``"confusion": {kind:
     [examples predicted as each class]}``; ``occurs`` / ``xoccurs`` add ``"by_near_variants":
     {split: {"accuracy", "count"}}`` (``near_split_order``)."""
@@ -176,15 +177,17 @@ def analyse_run(run_dir, num_examples=4_000, seed=2024, batch_size=250):
     return analysis
 
 
-def finished_runs(root_dir, tasks=TASKS):
+def finished_runs(root_dir, tasks=TASKS, run_patterns=("*",)):
     """``(run directory, run record)`` of the finished Table 1 runs of ``tasks`` under
-    ``root_dir`` that saved a model (``reproduce_predinet.load_results``)."""
+    ``root_dir`` that saved a model (``reproduce_predinet.load_results``) and whose directory
+    name matches one of the shell patterns ``run_patterns``."""
     from benchmarks import reproduce_predinet
 
     return [(os.path.join(root_dir, run["run_dir"]), run)
             for (task, _), found in sorted(reproduce_predinet.load_results(root_dir).items())
             if task in tasks for run in found
-            if os.path.exists(os.path.join(root_dir, run["run_dir"], "model.keras"))]
+            if any(fnmatch.fnmatchcase(run["run_dir"], pattern) for pattern in run_patterns)
+            and os.path.exists(os.path.join(root_dir, run["run_dir"], "model.keras"))]
 
 
 def _cell(entry):
@@ -282,12 +285,14 @@ def kept_records(output, tasks, num_examples, seed):
     return [record for record in data["runs"] if record["task"] not in tasks]
 
 
-def run(root_dir, tasks=TASKS, num_examples=4_000, seed=2024, output=None, command=None):
-    """Analyses every finished run of ``tasks`` and writes the results files (keeping the other
-    tasks' runs of an existing ``<output>.json``); returns the text."""
+def run(root_dir, tasks=TASKS, num_examples=4_000, seed=2024, output=None, command=None,
+        run_patterns=("*",)):
+    """Analyses every finished run of ``tasks`` (whose directory matches ``run_patterns``) and
+    writes the results files (keeping the other tasks' runs of an existing ``<output>.json``);
+    returns the text."""
     kept = kept_records(output, tasks, num_examples, seed) if output else []
     records = []
-    for directory, meta in finished_runs(root_dir, tasks):
+    for directory, meta in finished_runs(root_dir, tasks, run_patterns):
         print(f"== {os.path.basename(directory)}", flush=True)
         records.append({"run_dir": os.path.basename(directory), "task": meta["task"],
                         "central": meta.get("central"), "seed": meta.get("seed"),
@@ -296,8 +301,10 @@ def run(root_dir, tasks=TASKS, num_examples=4_000, seed=2024, output=None, comma
     text = (f"Relations Game: accuracy of the Table 1 models by kind of example (cells: accuracy % "
             f"(examples)), on {num_examples:,} fresh images per object set (seed {seed}); "
             f"pentominoes are the training objects in new images. Each run is measured on data "
-            f"drawn as its training data was (a `..._both_readings` xoccurs run on negatives "
-            f"with no copy or three copies).\n\n" + markdown(records))
+            f"drawn as its training data was, with the generator options its name ends with "
+            f"(a `..._both_readings` xoccurs run on negatives with no copy or three copies, a "
+            f"`..._one_variant` occurs run on negatives with one variant among random "
+            f"objects).\n\n" + markdown(records))
     if output:
         results_io.write_markdown(f"{output}.md", text, command=command)
         results_io.write_json(f"{output}.json", {"num_examples": num_examples, "seed": seed,
@@ -317,12 +324,15 @@ def main(argv):
         except ValueError as error:
             raise app.UsageError(str(error)) from None
     print(run(FLAGS.root_dir, tuple(FLAGS.tasks), FLAGS.num_examples, FLAGS.seed,
-              FLAGS.output, command=results_io.command_line()))
+              FLAGS.output, command=results_io.command_line(),
+              run_patterns=tuple(FLAGS.run_patterns)))
 
 
 if __name__ == "__main__":
     flags.DEFINE_string("root_dir", "/tmp/predinet_table1", "reproduce_predinet's Table 1 runs.")
     flags.DEFINE_list("tasks", list(TASKS), "Tasks to analyse.")
+    flags.DEFINE_list("run_patterns", ["*"], "Analyse only the runs whose directory name "
+                      "matches one of these shell patterns, e.g. 'occurs_predinet_*'.")
     flags.DEFINE_integer("num_examples", 4_000, "Fresh images per object set.", lower_bound=1)
     flags.DEFINE_integer("seed", 2024, "Seed of the fresh images.")
     flags.DEFINE_string("output", None, "Results path without extension (.md and .json).")

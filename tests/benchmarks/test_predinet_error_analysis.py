@@ -104,6 +104,14 @@ def test_a_tiny_run_is_analysed_into_results_files(tmp_path):
         assert overall == pytest.approx(result["accuracy"])
     with open(output + ".md") as f:
         assert f.readline().startswith("Written by `pytest tiny`")
+    # The near-variant split of xoccurs adds up to the copies' kinds.
+    for result in record["analysis"].values():
+        for kind, entry in result["kinds"].items():
+            assert sum(split["count"] for name, split in result["by_near_variants"].items()
+                       if name.startswith(kind + ",")) == entry["count"]
+    # --run_patterns: a pattern no run matches analyses nothing.
+    assert analysis.finished_runs(root, run_patterns=("same_*",)) == []
+    assert len(analysis.finished_runs(root, run_patterns=("same_*", "xoccurs_mlp1_*"))) == 1
 
 
 def test_both_readings_negatives_have_no_copy_or_three():
