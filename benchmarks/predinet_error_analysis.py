@@ -40,14 +40,18 @@ PAIR_KINDS = ("identical", "shape differs", "colour differs", "both differ")
 OBJECT_SETS = ("pentominoes", "hexominoes", "stripes")
 
 
+def _differences(first, second):
+    """``(shape differs, colour differs)`` of two objects (colour: the stripe pair for stripes)."""
+    return (first.mask.tobytes() != second.mask.tobytes(),
+            (first.outer, first.middle) != (second.outer, second.middle))
+
+
 def example_kind(task, objects):
     """The kind of one example (``{(row, col): GameObject}``), as a short text."""
     if task in ("occurs", "xoccurs"):
         top = objects[(0, 1)].key()
         return f"{sum(objects[(2, col)].key() == top for col in range(3))} copies"
-    first, second = list(objects.values())[:2]
-    shape_differs = first.mask.tobytes() != second.mask.tobytes()
-    colour_differs = (first.outer, first.middle) != (second.outer, second.middle)
+    shape_differs, colour_differs = _differences(*list(objects.values())[:2])
     return PAIR_KINDS[int(shape_differs) + 2 * int(colour_differs)]
 
 
@@ -84,13 +88,9 @@ def near_variants(task, objects):
     if task not in ("occurs", "xoccurs"):
         return None
     top = objects[(0, 1)]
-    count = 0
-    for col in range(3):
-        other = objects[(2, col)]
-        shape_differs = other.mask.tobytes() != top.mask.tobytes()
-        colour_differs = (other.outer, other.middle) != (top.outer, top.middle)
-        count += int(shape_differs != colour_differs)
-    return count
+    return sum(shape_differs != colour_differs
+               for shape_differs, colour_differs in (_differences(top, objects[(2, col)])
+                                                     for col in range(3)))
 
 
 def near_split_order():

@@ -434,11 +434,13 @@ def train_eval(
             raise ValueError(f"`pause_above_accuracy` pauses SGD (learning rate 0 is exactly no "
                              f"update; Adam's moments would still move): expected "
                              f"optimizer='sgd', received optimizer={optimizer!r}.")
-        if pause_interval < 1 or pause_interval % min(steps_per_execution, eval_interval,
-                                                      num_batches):
-            raise ValueError(f"`pause_interval`: expected a positive multiple of "
-                             f"steps_per_execution={min(steps_per_execution, eval_interval)}, "
-                             f"received {pause_interval!r}.")
+        # The batches one compiled call runs (train_stage's): checks fall on their boundaries.
+        batches_per_call = min(steps_per_execution, eval_interval, num_batches)
+        if pause_interval < 1 or pause_interval % batches_per_call:
+            raise ValueError(f"`pause_interval`: expected a positive multiple of the batches "
+                             f"run per compiled call ({batches_per_call}: steps_per_execution, "
+                             f"at most eval_interval and num_batches), received "
+                             f"{pause_interval!r}.")
         if num_validation_examples < num_monitor_examples:
             raise ValueError(f"`num_validation_examples`: expected at least "
                              f"num_monitor_examples={num_monitor_examples} (one validation "

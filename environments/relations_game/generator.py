@@ -199,9 +199,15 @@ class RelationsGame:
         if not exclusive and self.occurs_distractors == "one_variant":
             bottom = [self._other_object(top) for _ in range(3)]
             bottom[self._rng.integers(3)] = top if positive else self.variant(top)
-            objects = {(0, 1): top}
-            objects.update({(2, col): obj for col, obj in enumerate(bottom)})
-            return objects, int(positive), 0
+        else:
+            bottom = self._variant_bottom_row(top, positive, exclusive)
+        objects = {(0, 1): top}
+        objects.update({(2, col): obj for col, obj in enumerate(bottom)})
+        return objects, int(positive), 0
+
+    def _variant_bottom_row(self, top, positive, exclusive):
+        """``occurs`` / ``xoccurs`` bottom objects: copies of ``top`` as the label needs, the
+        others its variants."""
         bottom = [self.variant(top) for _ in range(3)]
         if exclusive and positive:
             bottom = [self._distinct_variant(top, [])]
@@ -217,9 +223,7 @@ class RelationsGame:
                 copies = 3 if self._rng.random() < 0.1 else 2
             for i in self._rng.choice(3, size=copies, replace=False):
                 bottom[i] = top
-        objects = {(0, 1): top}
-        objects.update({(2, col): obj for col, obj in enumerate(bottom)})
-        return objects, int(positive), 0
+        return bottom
 
     def _colour_and_or_shape(self):
         label = int(self._rng.integers(4))
