@@ -1,7 +1,7 @@
 r"""One command for a GPU session: install, measure, train a piece of the long run, pack it all.
 
     python3 benchmarks/gpu_session.py --out=$OUT --budget_seconds=540 --wheels=gpu_wheels \
-        [--parts=lane,accelerator,env_speed,loop_speed,simplicial,long_run] \
+        [--parts=lane,accelerator,env_speed,loop_speed,simplicial,predinet,long_run] \
         [--resume_archive=benchmarks/results/runs/zambaldi_fig3_relational.tar.gz]
 
 For a machine lent for minutes (docs/contributing.md, "A GPU session in one command"): it installs
@@ -23,6 +23,13 @@ loop_speed      ``benchmarks/compiled_loop_speed.py``: the compiled trainer at
                 and 4,096 environments
 simplicial      ``benchmarks/sequence_simplicial_speed.py --dtype=bfloat16 --batch=8`` up to
                 N = 16,384, within a time budget
+predinet        ``benchmarks/reproduce_predinet.py --mode=table1 --centrals=relation_net
+                --retrain_capped``: RN's Table 1 cells at 100,000 batches (the CPU's time cap
+                stopped them at 10,000-20,000), resumed from the committed
+                ``predinet_table1.json``; ``--predinet_cells`` cells at most a box (default
+                1), each capped at its share (``--predinet_flags`` replaces the cells' flags);
+                writes the whole
+                ``predinet_table1.{md,json}``
 long_run        one piece of ``train_boxworld --trainer=compiled --preset=...`` (default
                 ``zambaldi_fig3_relational``), resumed from ``--resume_archive``; it takes what
                 the other parts leave, stops cleanly with ``--max_seconds`` and is packed as
@@ -64,13 +71,15 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-PARTS = ("lane", "accelerator", "env_speed", "loop_speed", "simplicial", "long_run")
+PARTS = ("lane", "accelerator", "env_speed", "loop_speed", "simplicial", "predinet", "long_run")
 MAX_BUDGET = 590  # a device command runs at most 600 s
 # (nominal box, smallest box worth running), seconds, on a GPU and in --smoke.
 BOXES = {"lane": (150, 60), "accelerator": (120, 60), "env_speed": (180, 100),
-         "loop_speed": (300, 100), "simplicial": (90, 60), "long_run": (None, 150)}
+         "loop_speed": (300, 100), "simplicial": (90, 60), "predinet": (420, 200),
+         "long_run": (None, 150)}
 SMOKE_BOXES = {"lane": (60, 20), "accelerator": (60, 20), "env_speed": (90, 30),
-               "loop_speed": (120, 40), "simplicial": (60, 20), "long_run": (None, 40)}
+               "loop_speed": (120, 40), "simplicial": (60, 20), "predinet": (90, 40),
+               "long_run": (None, 40)}
 SETUP_RESERVE = {"wheels": 60, "none": 25, "smoke": 15}  # install + asking the device
 FINAL_RESERVE = 10  # the last writes to --out
 GRACE = 5  # between SIGINT and SIGKILL when a part overruns
@@ -81,6 +90,15 @@ SMOKE_TRAIN_SECONDS = 3  # the smoke's training loop: a first update or two
 RUN_META = "gpu_session_run.json"
 ARCHIVE_LIMIT = 15 * 2**20  # bytes; what comes back from the device: at most 16 MiB a file
 LOG_TAIL_LINES = 300
+# The predinet part: Table 1 cells of reproduce_predinet that the CPU's 15-minute cap stopped
+# early (RN's), at the paper's 100,000 batches, all five tasks; per cell, the seconds a cell
+# spends outside its training time cap (generating 250,000 images, compiling, the final
+# evaluation), on a GPU and in --smoke; --predinet_cells cells share the box.
+PREDINET_FLAGS = {"gpu": ["--centrals=relation_net", "--retrain_capped"],
+                  "smoke": ["--centrals=relation_net", "--tasks=same", "--num_batches=2",
+                            "--eval_interval=1", "--num_train_examples=20",
+                            "--num_eval_examples=10", "--retrain_capped"]}
+PREDINET_OVERHEAD = {"gpu": 75, "smoke": 20}
 DEFAULT_PRESET = "zambaldi_fig3_relational"
 # The run's settings beyond its preset, fixed when it is created (stored in RUN_META).
 LONG_RUN_FLAGS = {"gpu": ["--level_source=device"],
@@ -146,6 +164,11 @@ def parse_args(argv=None):
     parser.add_argument("--piece_flags", default=None,
                         help="train_boxworld flags for this piece only (default: "
                         f"{' '.join(PIECE_FLAGS['gpu'])})")
+    parser.add_argument("--predinet_flags", default=None,
+                        help="reproduce_predinet flags for the predinet part (default: "
+                        f"{' '.join(PREDINET_FLAGS['gpu'])})")
+    parser.add_argument("--predinet_cells", type=int, default=1,
+                        help="the predinet part's cells a box, each capped at its share")
     parser.add_argument("--smoke", action="store_true",
                         help="the same plan at tiny sizes and seconds, on the CPU")
     parser.add_argument("--plan_only", action="store_true", help="print the plan and exit")
@@ -192,6 +215,8 @@ def parse_args(argv=None):
         if args.run_name is not None and args.run_name != args.resumed["name"]:
             parser.error(f"--run_name: the archive holds the run {args.resumed['name']!r}, "
                          f"received {args.run_name!r}")
+    if args.predinet_cells < 1:
+        parser.error(f"--predinet_cells: expected at least 1, received {args.predinet_cells}")
     if args.run_name is not None and not re.fullmatch(r"[\w.-]+", args.run_name):
         parser.error(f"--run_name: expected letters, digits, '_', '.' or '-', received "
                      f"{args.run_name!r}")
@@ -598,6 +623,24 @@ class Session:
         self._run(entry, "simplicial", self._script(
             "sequence_simplicial_speed.py", "--dtype=bfloat16", *arguments,
             f"--output=benchmarks/results/sequence_simplicial_speed_{self.suffix}"), box)
+
+    def _part_predinet(self, entry, box):
+        overhead = PREDINET_OVERHEAD[self.mode]
+        cells = self.args.predinet_cells
+        cap_minutes = max(box - GRACE - cells * overhead, 1) / cells / 60
+        flags = (shlex.split(self.args.predinet_flags) if self.args.predinet_flags is not None
+                 else PREDINET_FLAGS[self.mode])
+        committed = os.path.join(REPO, "benchmarks", "results", "predinet_table1.json")
+        resume = [f"--resume_from={committed}"] if os.path.exists(committed) else []
+        command = [self.python, "-P", "-m", "benchmarks.reproduce_predinet", "--mode=table1",
+                   *flags, f"--root_dir={os.path.join(self.work, 'predinet')}", *resume,
+                   f"--max_minutes_per_cell={cap_minutes:.2f}",
+                   # A next cell starts only while a whole capped one still fits the box.
+                   f"--session_minutes={(box - GRACE) / 60 - cap_minutes - overhead / 60:.2f}",
+                   "--output=benchmarks/results/predinet_table1"]
+        path = os.pathsep.join(p for p in (self.site, REPO) if p)  # `benchmarks` is a package
+        self._run(entry, "predinet", command, box, PYTHONPATH=path)
+        entry["max_minutes_per_cell"] = round(cap_minutes, 2)
 
     def _part_long_run(self, entry, box):
         args, runs = self.args, os.path.join(self.work, "runs")

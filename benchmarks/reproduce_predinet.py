@@ -225,6 +225,12 @@ def _load(run):
     return "?" if load is None else f"{load:.1f}"
 
 
+def _minutes(run):
+    """The run's wall time in minutes, "(GPU)" after it for a run that trained on a GPU."""
+    gpu = " (GPU)" if run.get("machine", "").startswith("a GPU") else ""
+    return f"{run.get('minutes', float('nan')):.1f}{gpu}"
+
+
 def _paper_mean(paper):
     """The mean of a paper cell such as ``"96.1±0.66"`` (None for ``"n/a"``)."""
     try:
@@ -299,7 +305,7 @@ def table1_markdown(results):
                         f"{run.get('seed', '?')} | "
                         f"{_percent(run, object_set)} | {run['num_batches']:,}{capped} | "
                         f"{_train_images_text(group[0])} | "
-                        f"{run.get('minutes', float('nan')):.1f} | {_load(run)} | {paper} | "
+                        f"{_minutes(run)} | {_load(run)} | {paper} | "
                         f"{_difference(None if ours is None else 100 * ours, mean)} |")
                 if len(group) > 1:
                     seeds_mean, seeds_std = _seed_mean(group, object_set)
@@ -396,7 +402,7 @@ def curricula_markdown(results, combinations, centrals):
                         else f"{b:,}" for s in CURVE_STAGES)
                     lines.append(f"{head} {_architecture(central, cell)} | "
                                  f"{cell.get('seed', '?')} | {accuracies} | {to_target} | "
-                                 f"{batches} | {cell.get('minutes', float('nan')):.1f} | "
+                                 f"{batches} | {_minutes(cell)} | "
                                  f"{PAPER_CURRICULA[name]} |")
                 if len(group) > 1:
                     means = [_seed_mean([cell["stages"][s] for cell in group], "stripes")
@@ -441,13 +447,23 @@ def _settings_text(settings):
             f"for the curricula) ends after its batches or at the first evaluation past its time "
             f"cap (\"time cap\"); each run's seed, cap and held-out curve are in the JSON file. "
             f"'train min' is the run's wall time (training + evaluation) on its machine (in "
-            f"the JSON file; this file was written on {_machine()}); 'load' is the machine's "
+            f"the JSON file; \"(GPU)\": a GPU's; this file was written on {_machine()}); "
+            f"'load' is the machine's "
             f"15-minute load average when the run ended (above the core count, the run shared "
             f"the cores; '?': not recorded). Paper: mean ± spread over 10 runs of 100,000 batches.")
 
 
 def _machine():
-    return f"a {os.cpu_count()}-core CPU ({platform.machine()})"
+    """What trains here: the first GPU Keras' backend sees (the backend named), else the CPU."""
+    cpu = f"a {os.cpu_count()}-core CPU ({platform.machine()})"
+    import keras
+
+    from keras_relational.experiments import devices
+
+    gpus = devices.gpu_names()
+    if not gpus:
+        return cpu
+    return f"a GPU, {gpus[0].split(' (')[0]} ({keras.backend.backend()}), beside {cpu}"
 
 
 def write_results(output, mode, root_dir, settings, command=None):
@@ -470,6 +486,28 @@ def write_results(output, mode, root_dir, settings, command=None):
         results_io.write_json(f"{output}.json", {"mode": mode, "settings": settings,
                                                  "runs": runs}, command=command)
     return text
+
+
+def _capped_batches(directory, num_batches):
+    """The fewest batches a time cap stopped a finished run (or a curriculum's stage) of
+    ``directory`` at, below ``num_batches``; None if every run trained ``num_batches``."""
+    results = _read_json(os.path.join(directory, "results.json"))
+    runs = [results] if "num_batches" in results else list(results.values())
+    capped = [run["num_batches"] for run in runs
+              if run.get("stopped_by_time_limit") and run["num_batches"] < num_batches]
+    return min(capped) if capped else None
+
+
+def _set_aside(directory, batches):
+    """Renames a capped run's ``directory`` to ``<directory>_capped<batches>b`` (``_2``, ... if
+    taken), where ``load_results`` still finds it; returns the new path."""
+    kept = f"{directory}_capped{batches}b"
+    number = 1
+    while os.path.exists(kept):
+        number += 1
+        kept = f"{directory}_capped{batches}b_{number}"
+    os.rename(directory, kept)
+    return kept
 
 
 def restore_finished(root_dir, results_file, mode):
@@ -516,7 +554,8 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
         max_minutes_per_cell=15.0, num_train_examples=PAPER_TRAIN_EXAMPLES, num_eval_examples=5_000,
         eval_interval=5_000, output=None, table_only=False, session_minutes=None, command=None,
         plot=False, optimizer="sgd", xoccurs_negatives="exclusive", colour_shape_layout="random",
-        pause_rule="none", occurs_distractors="variants", **train_kwargs):
+        pause_rule="none", occurs_distractors="variants", retrain_capped=False,
+        **train_kwargs):
     """Trains every missing cell of ``mode`` and rewrites the results files after each one.
 
     ``session_minutes``: start no new cell after that many minutes (the one in progress finishes).
@@ -530,7 +569,9 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
     (``"variants"``, the default, or ``"one_variant"``). ``pause_rule``: ``"none"`` (the paper's
     every batch trains) or ``"notebook"`` (``PAUSE_RULES``: the authors' notebook skips updates
     while a fresh validation batch is above 99 %; SGD only); its runs get their own directories
-    and rows.
+    and rows. ``retrain_capped``: a finished cell that its time cap stopped before
+    ``num_batches`` (a run, or a stage of a curriculum) is trained again (e.g. on a GPU); the
+    capped run is kept beside it, renamed ``<directory>_capped<batches>b``, and both are rows.
 
     ``train_kwargs`` go to ``relations_game_lib.train_eval`` (e.g. tiny ``central_kwargs`` and
     ``batch_size`` for a smoke test). Returns the markdown text of the results.
@@ -583,13 +624,21 @@ def run(mode="table1", root_dir="/tmp/predinet_table1", tasks=TABLE1_TASKS,
                                 "curriculum_task": curriculum, "central": central, "seed": seed,
                                 **variant}
                         protocol = {"task": target, "curriculum_task": curriculum}
+                    capped = None
                     if os.path.exists(os.path.join(directory, "results.json")):
-                        continue
+                        capped = _capped_batches(directory, num_batches)
+                        if not retrain_capped or capped is None:
+                            continue
                     if (session_minutes is not None
                             and time.time() - session_start > 60.0 * session_minutes):
                         print(f"--session_minutes={session_minutes:g} passed: not starting "
                               f"{os.path.basename(directory)}", flush=True)
                         continue
+                    if capped is not None:
+                        kept = _set_aside(directory, capped)
+                        print(f"--retrain_capped: {os.path.basename(directory)} stopped at its "
+                              f"time cap after {capped:,} batches; kept as "
+                              f"{os.path.basename(kept)}, trained again", flush=True)
                     print(f"== {mode} cell {meta}", flush=True)
                     start = time.time()
                     lib.train_eval(
@@ -658,6 +707,9 @@ def define_flags():
                       "above 99 %, the next 500 batches apply no update), in its own run "
                       "directories and rows.")
     flags.DEFINE_bool("table_only", False, "Only rewrite the results from finished runs.")
+    flags.DEFINE_bool("retrain_capped", False, "Train again the finished cells that the time cap "
+                      "stopped before --num_batches (e.g. on a GPU); each capped run is kept "
+                      "as <directory>_capped<batches>b, a row of its own.")
     flags.DEFINE_bool("plot", False, "--mode=curricula: also draw <output>_<combination>.png, "
                       "the target's held-out curves in stages 1, 3 and 4 (needs matplotlib).")
     flags.DEFINE_float("session_minutes", None, "Start no new cell after this many minutes (the "
@@ -699,7 +751,7 @@ def main(argv):
         session_minutes=FLAGS.session_minutes, plot=FLAGS.plot, optimizer=FLAGS.optimizer,
         xoccurs_negatives=FLAGS.xoccurs_negatives,
         colour_shape_layout=FLAGS.colour_shape_layout, pause_rule=FLAGS.pause_rule,
-        occurs_distractors=FLAGS.occurs_distractors)
+        occurs_distractors=FLAGS.occurs_distractors, retrain_capped=FLAGS.retrain_capped)
 
 
 if __name__ == "__main__":

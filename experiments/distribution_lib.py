@@ -8,7 +8,9 @@ per step and their gradients combine into the gradient of the mean loss over the
 the paper's batch size reproduces the paper's update whatever the number of devices.
 
 * ``"default"``: ``tf.distribute.get_strategy()``, i.e. no distribution (one device), or the
-  strategy whose ``scope()`` the caller has already entered.
+  strategy whose ``scope()`` the caller has already entered. Under another backend than
+  TensorFlow it is ``NoDistribution()`` (its ``scope()`` does nothing) and loads no TensorFlow,
+  so the binaries run where TensorFlow is not installed (JAX on a GPU machine).
 * ``"mirrored"``: ``tf.distribute.MirroredStrategy()``, synchronous data parallelism over all
   local GPUs (the CPU when there is none).
 * ``"multi_worker"``: ``tf.distribute.MultiWorkerMirroredStrategy()``, synchronous data
@@ -47,6 +49,7 @@ Reference: the TensorFlow guide "Distributed training with Keras" and the Keras 
 "Multi-GPU distributed training with TensorFlow".
 """
 
+import contextlib
 import logging
 
 import keras
@@ -131,6 +134,8 @@ def get_strategy(name="default", tpu=None):
             _created[name] = keras.distribution.DataParallel()
             keras.distribution.set_distribution(_created[name])
         return _created[name]
+    if name == "default" and backend != "tensorflow":
+        return NoDistribution()
     import tensorflow as tf
 
     if name == "default":
@@ -142,6 +147,16 @@ def get_strategy(name="default", tpu=None):
             _created[name] = (tf.distribute.MirroredStrategy() if name == "mirrored"
                               else _multi_worker_strategy())
     return _created[name]
+
+
+class NoDistribution:
+    """The ``"default"`` strategy under a backend other than TensorFlow: one device, one replica
+    (``scope()`` enters nothing)."""
+
+    num_replicas_in_sync = 1
+
+    def scope(self):
+        return contextlib.nullcontext()
 
 
 def _tpu_flag():
@@ -176,9 +191,10 @@ def compile_options(strategy=None, jit_compile=True, steps_per_execution=1):
     """``jit_compile`` and ``steps_per_execution`` for ``model.compile`` under ``strategy``.
 
     ``strategy`` defaults to the current one (``compile`` runs inside its ``scope()``). With a
-    single replica in sync the arguments are returned unchanged. With several, both drop to what
-    Keras 3.15 on TF 2.21 can run, logged once per process (both failures were reproduced with a
-    two-layer ``Sequential`` over two logical CPUs and over two local workers):
+    single replica in sync the arguments are returned unchanged, but for the torch backend, which
+    Keras 3.15 runs one batch per call (``steps_per_execution=1``, logged once). With several,
+    both drop to what Keras 3.15 on TF 2.21 can run, logged once per process (both failures were
+    reproduced with a two-layer ``Sequential`` over two logical CPUs and over two local workers):
 
     * ``jit_compile=False``: Keras XLA-compiles the function that itself calls ``strategy.run``
       over all replicas, which fails once two devices hold the mirrored variables ("Trying to
@@ -194,6 +210,13 @@ def compile_options(strategy=None, jit_compile=True, steps_per_execution=1):
                       **distribution_lib.compile_options(strategy, True, 50))
     """
     options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
+    if keras.backend.backend() == "torch" and steps_per_execution != 1:
+        if "torch" not in _logged:
+            _logged.add("torch")
+            _logger.warning("The torch backend runs one batch per call: compiling with "
+                            "steps_per_execution=1 (received %s); speed only, the updates are "
+                            "the same.", steps_per_execution)
+        return dict(options, steps_per_execution=1)
     if keras.backend.backend() != "tensorflow":
         return options
     import tensorflow as tf

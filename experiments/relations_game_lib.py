@@ -1,4 +1,4 @@
-"""Relations Game training library: tf.data pipelines, single-task training and the 4-stage
+"""Relations Game training library: input pipelines, single-task training and the 4-stage
 transfer protocol of Shanahan et al. (2020) (Table 1; Fig. 3).
 
 ``train_eval(root_dir, ...)`` trains on pentominoes and evaluates on the held-out hexomino and
@@ -13,25 +13,33 @@ stage:
 4. ``stage_4_input_net``: the stage-3 model with the CNN still frozen (stage-2 weights), the
    central module and output MLP re-initialised and trained on the target task.
 
+It runs under any Keras backend, with or without TensorFlow installed (``KERAS_BACKEND=jax`` on a
+GPU machine that has no TensorFlow). The input pipeline (``input_pipeline``) is ``tf.data``
+under the TensorFlow backend and ``NumpyBatches`` (a ``keras.utils.PyDataset``: the same batches
+on every backend) under the others. TensorBoard scalars go through
+``keras_relational.without_tensorflow.ScalarWriter`` (the training scalars through Keras'
+TensorBoard callback where TensorFlow is installed), and the SavedModel is written only where
+TensorFlow is installed.
+
 Layout of a training directory (``root_dir`` for a single task, ``root_dir/<stage>`` otherwise):
-``train/`` (Keras TensorBoard logs), ``eval/`` (held-out accuracy every ``eval_interval``
-batches, TensorBoard), ``backup/`` (``keras.callbacks.BackupAndRestore``: an interrupted run
-resumes at its last completed interval), ``checkpoint.weights.h5`` (latest weights),
-``final.weights.h5`` + ``results.json`` (a finished stage is skipped on re-run),
+``train/`` (TensorBoard: the epoch loss and accuracy), ``eval/`` (held-out accuracy every
+``eval_interval`` batches, TensorBoard), ``backup/`` (``keras.callbacks.BackupAndRestore``: an
+interrupted run resumes at its last completed interval), ``checkpoint.weights.h5`` (latest
+weights), ``final.weights.h5`` + ``results.json`` (a finished stage is skipped on re-run),
 ``curve.json`` (the held-out monitor accuracy every ``eval_interval`` batches), ``model.keras``
 (the whole trained model, for ``keras_relational.analysis``) and ``saved_model/``
-(``model.export``).
+(``model.export``, where TensorFlow is installed).
 """
 
 import json
+import math
 import os
 import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_relational import faults, json_files, validation, whole_files
+from keras_relational import faults, json_files, validation, whole_files, without_tensorflow
 from keras_relational.environments import relations_game
 from keras_relational.experiments import accuracy_targets, distribution_lib
 from keras_relational.experiments.safe_backup import SafeBackupAndRestore
@@ -40,6 +48,8 @@ from keras_relational.models import relations_game as models
 
 HELD_OUT_SETS = ("hexominoes", "stripes")
 STAGES = ("stage_1_scratch", "stage_2_curriculum", "stage_3_reuse", "stage_4_input_net")
+INPUT_PIPELINES = ("tf.data", "numpy")
+EXPORT_SKIPPED = "skipped: it writes a SavedModel, which needs TensorFlow (not installed)"
 
 
 def held_out_sets(task):
@@ -47,18 +57,116 @@ def held_out_sets(task):
     return ("hexominoes",) if task == "colour_and_or_shape" else HELD_OUT_SETS
 
 
+def default_input_pipeline():
+    """``"tf.data"`` under the TensorFlow backend, ``"numpy"`` (``NumpyBatches``) under others."""
+    return "tf.data" if keras.backend.backend() == "tensorflow" else "numpy"
+
+
+def check_input_pipeline(input_pipeline):
+    """``input_pipeline`` or, for None, ``default_input_pipeline()``; raises a ValueError naming
+    the argument for an unknown one, or ``"tf.data"`` where TensorFlow is not installed."""
+    if input_pipeline is None:
+        return default_input_pipeline()
+    validation.check_one_of("input_pipeline", input_pipeline, INPUT_PIPELINES)
+    if input_pipeline == "tf.data" and not without_tensorflow.tensorflow_installed():
+        raise ValueError("`input_pipeline`: 'tf.data' needs TensorFlow, which is not installed "
+                         "here; expected 'numpy' (or None, the backend's default), received "
+                         "'tf.data'.")
+    return input_pipeline
+
+
+def model_inputs(images, tasks):
+    """The model's ``{"image", "task"}`` inputs (NumPy) for uint8 ``images`` and task ids: float32
+    pixels (the model itself divides by 256) and the 5-slot one-hot task."""
+    return {"image": np.asarray(images, np.float32),
+            "task": np.eye(models.NUM_TASKS, dtype=np.float32)[np.asarray(tasks)]}
+
+
 def _to_model_inputs(images, tasks, labels):
+    import tensorflow as tf
+
     features = {"image": tf.cast(images, tf.float32),
                 "task": tf.one_hot(tasks, models.NUM_TASKS, dtype=tf.float32)}
     return features, labels
 
 
-def make_dataset(data, batch_size, shuffle_seed=None, repeat=False):
-    """A ``tf.data.Dataset`` of ``({"image", "task"}, label)`` batches from generated ``data``.
+class NumpyBatches(keras.utils.PyDataset):
+    """``({"image", "task"}, label)`` batches of generated ``data`` as NumPy arrays, for
+    ``model.fit`` / ``evaluate`` / ``predict`` under any Keras backend (no TensorFlow).
 
-    ``data`` is the dict of ``relations_game.generate``; images stay uint8 until batched (the
-    model itself divides by 256), the task id becomes the 5-slot one-hot.
+    Batch ``i`` holds the examples at positions ``[i * batch_size, (i + 1) * batch_size)`` of
+    the stream: the examples in order, or with ``shuffle_seed`` each pass over them in a seeded
+    order of its own (pass ``p``: ``np.random.RandomState(offset_seed(shuffle_seed, p))``).
+    ``repeat``: the passes follow each other without end, a batch may straddle two of them and
+    every batch is full (``num_batches`` is None); otherwise one pass, the last batch partial.
+    A batch depends on its index only, so the same ``data`` and seed give the same batches on
+    every backend and machine.
     """
+
+    def __init__(self, data, batch_size, shuffle_seed=None, repeat=False):
+        super().__init__()
+        self.data = data
+        self.batch_size = int(batch_size)
+        self.shuffle_seed = shuffle_seed
+        self.repeat = repeat
+        self.size = len(data["labels"])
+        if self.batch_size < 1 or self.size < 1:
+            raise ValueError(f"`batch_size` and the examples of `data`: expected at least 1 "
+                             f"each, received batch_size={batch_size!r} and {self.size} "
+                             f"examples.")
+        self._order = (None, None)  # (pass, its order): the pass being read
+
+    @property
+    def num_batches(self):
+        return None if self.repeat else math.ceil(self.size / self.batch_size)
+
+    def __len__(self):
+        if self.repeat:
+            raise TypeError("NumpyBatches(repeat=True) is endless: it has no len().")
+        return self.num_batches
+
+    def _pass_order(self, index):
+        if self._order[0] != index:
+            seed = validation.offset_seed("shuffle_seed", self.shuffle_seed, index, scale=7919)
+            self._order = (index, np.random.RandomState(seed).permutation(self.size))
+        return self._order[1]
+
+    def rows(self, index):
+        """The example rows of batch ``index``."""
+        end = (index + 1) * self.batch_size
+        positions = np.arange(index * self.batch_size,
+                              end if self.repeat else min(end, self.size))
+        if positions.size == 0:
+            raise IndexError(f"NumpyBatches: batch {index} is past the last "
+                             f"({self.num_batches - 1}).")
+        if self.shuffle_seed is None:
+            return positions % self.size
+        rows = np.empty(len(positions), np.int64)
+        passes = positions // self.size
+        for number in np.unique(passes):
+            inside = passes == number
+            rows[inside] = self._pass_order(int(number))[positions[inside] % self.size]
+        return rows
+
+    def __getitem__(self, index):
+        rows = self.rows(int(index))
+        return (model_inputs(self.data["images"][rows], self.data["tasks"][rows]),
+                np.asarray(self.data["labels"][rows]))
+
+
+def make_dataset(data, batch_size, shuffle_seed=None, repeat=False, input_pipeline=None):
+    """``({"image", "task"}, label)`` batches from generated ``data`` (the dict of
+    ``relations_game.generate``) for ``model.fit`` / ``evaluate`` / ``predict``.
+
+    ``input_pipeline``: ``"tf.data"`` (a ``tf.data.Dataset``; images stay uint8 until batched,
+    shuffled by ``tf.data`` with ``shuffle_seed``), ``"numpy"`` (``NumpyBatches``, any backend,
+    no TensorFlow) or None (``default_input_pipeline()``: tf.data under the TensorFlow backend).
+    ``repeat``: an endless stream of full batches. The two pipelines shuffle in different orders.
+    """
+    if check_input_pipeline(input_pipeline) == "numpy":
+        return NumpyBatches(data, batch_size, shuffle_seed=shuffle_seed, repeat=repeat)
+    import tensorflow as tf
+
     dataset = tf.data.Dataset.from_tensor_slices((data["images"], data["tasks"], data["labels"]))
     if shuffle_seed is not None:
         dataset = dataset.shuffle(len(data["labels"]), seed=shuffle_seed,
@@ -103,7 +211,8 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
                  early_stopping_accuracy=None, curve_path=None, time_limit_s=None):
         super().__init__()
         self.datasets = datasets
-        self.writer = tf.summary.create_file_writer(log_dir)
+        self.log_dir = log_dir
+        self.writer = None  # opened at the first evaluation: a finished stage writes no file
         self.batches_per_epoch = batches_per_epoch
         self.stage_name = stage_name
         self.early_stopping_accuracy = early_stopping_accuracy
@@ -120,10 +229,10 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
         step = (epoch + 1) * self.batches_per_epoch
         accuracies = {name: self.model.evaluate(ds, verbose=0, return_dict=True)["accuracy"]
                       for name, ds in self.datasets.items()}
-        with self.writer.as_default(step=step):
-            for name, accuracy in accuracies.items():
-                tf.summary.scalar(f"accuracy/{name}", accuracy)
-        self.writer.flush()
+        if self.writer is None:
+            self.writer = without_tensorflow.ScalarWriter(self.log_dir)
+        self.writer.scalars(step, {f"accuracy/{name}": accuracy
+                                   for name, accuracy in accuracies.items()})
         shown = " ".join(f"{k}={v:.3f}" for k, v in accuracies.items())
         train = (logs or {}).get("accuracy", float("nan"))
         print(f"[{self.stage_name}] batch {step}: train={train:.3f} {shown} "
@@ -144,6 +253,32 @@ class _HeldOutEvaluation(keras.callbacks.Callback):
             print(f"[{self.stage_name}] early stop: {first:.3f} >= "
                   f"{self.early_stopping_accuracy}", flush=True)
             self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+class _EpochScalars(keras.callbacks.Callback):
+    """``keras.callbacks.TensorBoard``'s epoch scalars (``epoch_loss``, ``epoch_accuracy``, ...
+    at step = epoch) written without TensorFlow, to ``log_dir``."""
+
+    def __init__(self, log_dir):
+        super().__init__()
+        self.log_dir = log_dir
+        self.writer = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.writer is None:
+            self.writer = without_tensorflow.ScalarWriter(self.log_dir)
+        self.writer.scalars(epoch, {f"epoch_{name}": float(value)
+                                    for name, value in (logs or {}).items()})
+
+    def on_train_end(self, logs=None):
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
 
 class _PauseWhileAccurate(keras.callbacks.Callback):
@@ -198,8 +333,7 @@ class _PauseWhileAccurate(keras.callbacks.Callback):
         if done < next_check:
             return
         data = self._draw(len(self.checks))
-        features, _ = _to_model_inputs(data["images"], data["tasks"], data["labels"])
-        logits = self.model.predict_on_batch(features)
+        logits = self.model.predict_on_batch(model_inputs(data["images"], data["tasks"]))
         accuracy = np.float32(np.mean(np.argmax(logits, -1) == data["labels"]))
         paused = bool(accuracy > self.threshold)
         self.checks.append({"batch": next_check, "accuracy": float(accuracy), "paused": paused})
@@ -234,7 +368,7 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
                 num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0,
                 time_limit_s=None, dtype_policy="float32", data_settings=None,
                 pause_above_accuracy=None, validation_data=None, pause_interval=500,
-                pause_batch_size=250):
+                pause_batch_size=250, input_pipeline=None):
     """Trains ``model`` (already frozen / re-initialised as the stage requires) in ``stage_dir``.
 
     Returns ``{"<object set>": final held-out accuracy, ..., "num_batches": batches trained,
@@ -244,7 +378,11 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     options) is recorded in the results. ``pause_above_accuracy``: the notebook's rule
     (``_PauseWhileAccurate``) on batches of ``pause_batch_size`` drawn from ``validation_data``
     every ``pause_interval`` batches; the results then hold ``"paused_batches"``.
+    ``input_pipeline``: ``make_dataset``'s (None: the backend's default); the results record it
+    and the Keras backend. ``export``: the SavedModel where TensorFlow is installed; elsewhere
+    the results say it was skipped (``"export"``) and ``model.keras`` is the trained model.
     """
+    input_pipeline = check_input_pipeline(input_pipeline)
     os.makedirs(stage_dir, exist_ok=True)
     results_path = os.path.join(stage_dir, "results.json")
     final_weights = os.path.join(stage_dir, "final.weights.h5")
@@ -255,9 +393,11 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
             results = json.load(f)
         print(f"[{stage_name}] already finished, loaded {final_weights}: {results}", flush=True)
         return results
-    eval_sets = {name: make_dataset(data, 250) for name, data in eval_data.items()}
+    eval_sets = {name: make_dataset(data, 250, input_pipeline=input_pipeline)
+                 for name, data in eval_data.items()}
     monitor_sets = {name: make_dataset({k: v[:num_monitor_examples] for k, v in data.items()},
-                                       250) for name, data in eval_data.items()}
+                                       250, input_pipeline=input_pipeline)
+                    for name, data in eval_data.items()}
     epochs = max(1, num_batches // eval_interval)
     monitor = _HeldOutEvaluation(monitor_sets, os.path.join(stage_dir, "eval"), eval_interval,
                                  stage_name, early_stopping_accuracy,
@@ -267,16 +407,21 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
         pause = _PauseWhileAccurate(validation_data, pause_above_accuracy, pause_interval,
                                     pause_batch_size, learning_rate, seed,
                                     os.path.join(stage_dir, "pause_checks.json"))
+    tensorflow = without_tensorflow.tensorflow_installed()
     callbacks = [
         # Kept after fit: a kill before results.json is written loses no epoch of the stage.
         SafeBackupAndRestore(os.path.join(stage_dir, "backup"), delete_checkpoint=False),
         keras.callbacks.ModelCheckpoint(os.path.join(stage_dir, "checkpoint.weights.h5"),
                                         save_weights_only=True),
-        keras.callbacks.TensorBoard(stage_dir, update_freq="epoch"),  # -> stage_dir/train
+        # -> stage_dir/train (Keras' TensorBoard callback writes through tf.summary)
+        keras.callbacks.TensorBoard(stage_dir, update_freq="epoch") if tensorflow
+        else _EpochScalars(os.path.join(stage_dir, "train")),
         monitor,
     ] + ([pause] if pause else [])
-    history = model.fit(make_dataset(train_data, batch_size, shuffle_seed=seed, repeat=True),
-                        epochs=epochs, steps_per_epoch=min(eval_interval, num_batches),
+    train_batches = make_dataset(train_data, batch_size, shuffle_seed=seed, repeat=True,
+                                 input_pipeline=input_pipeline)
+    history = model.fit(train_batches, epochs=epochs,
+                        steps_per_epoch=min(eval_interval, num_batches),
                         callbacks=callbacks, shuffle=False, verbose=verbose)
     results = {name: float(model.evaluate(ds, verbose=0, return_dict=True)["accuracy"])
                for name, ds in eval_sets.items()}
@@ -290,12 +435,18 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
         results["paused_batches"] = pause.paused_batches(results["num_batches"])
 
     results["dtype_policy"] = dtype_policy
+    results["input_pipeline"] = input_pipeline
+    results["backend"] = keras.backend.backend()
+    if export and not tensorflow:
+        results["export"] = EXPORT_SKIPPED
+        print(f"[{stage_name}] model.export {EXPORT_SKIPPED}; model.keras holds the trained model",
+              flush=True)
     results.update(data_settings or {})
     faults.point("export")  # the fault tests kill here: results.json is not written yet
     # Each output whole or absent (a kill here re-runs this export, never reads half of one).
     whole_files.write_whole(final_weights, model.save_weights)
     whole_files.write_whole(os.path.join(stage_dir, "model.keras"), model.save)
-    if export:
+    if export and tensorflow:
         whole_files.write_whole(os.path.join(stage_dir, "saved_model"),
                                 lambda path: model.export(path, verbose=False))
     json_files.write_json(results_path, results, indent=2)
@@ -352,6 +503,7 @@ def train_eval(
     pause_above_accuracy=None,  # reference notebook: 0.99; off as in the paper
     pause_interval=500,  # reference notebook: a check every 500 batches
     num_validation_examples=5_000,  # reference notebook: its "mini" held-out files
+    input_pipeline=None,
 ):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
 
@@ -415,12 +567,17 @@ def train_eval(
         pause_interval: batches between the checks of ``pause_above_accuracy`` (a multiple of
             ``steps_per_execution``).
         num_validation_examples: the validation pool of ``pause_above_accuracy``.
+        input_pipeline: ``"tf.data"`` (TensorFlow installed), ``"numpy"`` (``NumpyBatches``, any
+            backend) or None: ``default_input_pipeline()``, tf.data under the TensorFlow
+            backend. The two shuffle the training images in different orders; every
+            ``results.json`` records the pipeline and the Keras backend.
 
     Returns:
         Single task: ``{"hexominoes": accuracy, "stripes": accuracy, "num_batches": n, ...}``.
         Protocol: ``{stage name: that dict}`` for the 4 stages.
     """
     validation.check_dtype_policy("train_eval", dtype_policy)
+    input_pipeline = check_input_pipeline(input_pipeline)
     generator_options = {"xoccurs_negatives": xoccurs_negatives,
                          "colour_shape_layout": colour_shape_layout,
                          "occurs_distractors": occurs_distractors}
@@ -466,7 +623,7 @@ def train_eval(
                   steps_per_execution=steps_per_execution, export=export, verbose=verbose,
                   time_limit_s=time_limit_s, dtype_policy=dtype_policy,
                   pause_above_accuracy=pause_above_accuracy, pause_interval=pause_interval,
-                  pause_batch_size=num_monitor_examples,
+                  pause_batch_size=num_monitor_examples, input_pipeline=input_pipeline,
                   data_settings={option: value for option, value in generator_options.items()
                                  if relations_game.TASK_OPTIONS[option][0]
                                  in (task, curriculum_task)})
@@ -534,5 +691,5 @@ def train_eval(
 
 def numpy_accuracy(model, data, batch_size=250):
     """Accuracy of ``model`` on generated ``data`` (a NumPy helper for notebooks and tests)."""
-    logits = model.predict(make_dataset(data, batch_size), verbose=0)
+    logits = model.predict(NumpyBatches(data, batch_size), verbose=0)
     return float(np.mean(np.argmax(logits, -1) == data["labels"]))

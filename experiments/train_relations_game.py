@@ -15,8 +15,9 @@ data: ``--data_file=between_pentos.npz --eval_file=between_hexos.npz,between_str
 
 Outputs under ``root_dir`` (one sub-directory per stage for the protocol): TensorBoard logs
 (``train/``, ``eval/``), checkpoints (``backup/``, ``checkpoint.weights.h5``,
-``final.weights.h5``), ``results.json`` and the SavedModel (``saved_model/``). Re-running with the
-same ``root_dir`` resumes.
+``final.weights.h5``), ``results.json`` and the SavedModel (``saved_model/``, where TensorFlow is
+installed). Re-running with the same ``root_dir`` resumes. Any Keras backend trains, with or
+without TensorFlow (``KERAS_BACKEND=jax`` on a GPU machine without it).
 """
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
@@ -72,6 +73,10 @@ flags.DEFINE_enum("occurs_distractors", "variants",
                   "occurs: the other bottom objects are variants of the top one (default) or, "
                   "one_variant, random objects but for one variant in a negative.")
 
+flags.DEFINE_enum("input_pipeline", None, list(relations_game_lib.INPUT_PIPELINES),
+                  "tf.data (needs TensorFlow) or numpy (any Keras backend, no TensorFlow); "
+                  "default: tf.data under the TensorFlow backend, numpy under the others.")
+
 console.define_dtype_policy_flag()
 console.require_ranges({
     "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
@@ -112,6 +117,7 @@ def main(argv):
         colour_shape_layout=FLAGS.colour_shape_layout,
         occurs_distractors=FLAGS.occurs_distractors,
         dtype_policy=FLAGS.dtype_policy,
+        input_pipeline=FLAGS.input_pipeline,
     )
     print(results)
 

@@ -14,8 +14,9 @@ TF-Agents under JAX. Laid out like acme's IMPALA agent, one concern a module:
 * ``learning``: the V-trace loss and a step of a Keras optimizer's stateless API.
 * ``loop``: :class:`CompiledLoop`, one compiled update (environment steps, acting, learning).
 * ``levels``: level banks from the NumPy generator, drawn ahead on a host thread.
-* ``evaluation``, ``progress``, ``summaries``, ``checkpointing``: solve rates on fresh levels,
-  progress lines, TensorBoard event files without TensorFlow, atomic checkpoints.
+* ``evaluation``, ``progress``, ``checkpointing``: solve rates on fresh levels, progress lines,
+  atomic checkpoints (TensorBoard event files without TensorFlow:
+  ``keras_relational.without_tensorflow``).
 * ``train_eval``: the loop that puts them together (``train_boxworld --trainer=compiled``).
 
 Example::

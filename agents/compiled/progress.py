@@ -23,7 +23,7 @@ class Progress:
     Args:
         config: the run's config.
         start_step: the step the run starts (or resumes) from.
-        writer: a :class:`~keras_relational.agents.compiled.summaries.ScalarWriter` (progress
+        writer: a :class:`~keras_relational.without_tensorflow.ScalarWriter` (progress
             scalars) and ``loss_writer`` one for the loss terms.
         print_fn: receives the lines.
         bar: the :class:`~keras_relational.progress_bar.ProgressBar` to update (None: a bar that

@@ -15,12 +15,11 @@ installed) and ``root_dir/result.json``. There are no TF-Agents policies (``poli
 None).
 """
 
-import importlib.util
 import os
 import time
 
-from keras_relational import json_files, validation, whole_files
-from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop, summaries
+from keras_relational import json_files, validation, whole_files, without_tensorflow
+from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
 from keras_relational.agents.compiled.progress import Progress
@@ -96,7 +95,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
              f"{config.env_name} BoxWorld: {config.num_envs} envs x {config.unroll_length} "
              f"steps per update, {config.num_iterations} updates")
 
-    eval_writer = summaries.ScalarWriter(os.path.join(root_dir, "eval"))
+    eval_writer = without_tensorflow.ScalarWriter(os.path.join(root_dir, "eval"))
     evaluators = {}  # name -> Evaluator (compiled once per run)
     eval_seed = validation.offset_seed("seed", config.seed, EVAL_SEED_OFFSET)
 
@@ -118,9 +117,9 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     if print_fn is print:  # lines go above the bar (drawn on a terminal only)
         bar = ProgressBar(config.num_iterations, "updates", start=start_step)
         print_fn = bar.print
-    progress = Progress(config, start_step,
-                        summaries.ScalarWriter(os.path.join(root_dir, "collect_extra")),
-                        summaries.ScalarWriter(os.path.join(root_dir, "train")), print_fn, bar)
+    writers = [without_tensorflow.ScalarWriter(os.path.join(root_dir, name))
+               for name in ("collect_extra", "train")]
+    progress = Progress(config, start_step, *writers, print_fn, bar)
     curve = CurveFile(root_dir, start_step)  # the learning curve across resumed pieces
     step = start_step
 
@@ -179,19 +178,12 @@ def export_keras_model(model, root_dir):
     Returns ``(keras_model_dir or None, keras_file, note)``.
     """
     keras_file = whole_files.write_whole(os.path.join(root_dir, "keras_model.keras"), model.save)
-    if not _tensorflow_installed():
+    if not without_tensorflow.tensorflow_installed():
         return None, keras_file, "model.export skipped: it writes a SavedModel, which needs " \
             "TensorFlow (not installed)"
     keras_model_dir = whole_files.write_whole(os.path.join(root_dir, "keras_model"),
                                               lambda path: model.export(path, verbose=False))
     return keras_model_dir, keras_file, None
-
-
-def _tensorflow_installed():
-    try:
-        return importlib.util.find_spec("tensorflow") is not None
-    except ImportError:
-        return False
 
 
 __all__ = ["CompiledConfig", "make_config", "train_eval"]

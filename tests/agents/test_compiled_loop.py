@@ -17,7 +17,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_relational.agents.compiled import checkpointing, levels, loop, summaries
+from keras_relational import without_tensorflow
+from keras_relational.agents.compiled import checkpointing, levels, loop
 from keras_relational.agents.compiled import train_eval as compiled_train_eval
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
@@ -172,7 +173,7 @@ def test_train_eval_outputs_and_resume_equals_uninterrupted_run(tmp_path, monkey
 
 
 def test_event_files_are_read_by_tensorflow(tmp_path):
-    writer = summaries.ScalarWriter(str(tmp_path))
+    writer = without_tensorflow.ScalarWriter(str(tmp_path))
     writer.scalars(7, {"a/b": 1.5})
     writer.close()
     import tensorflow as tf

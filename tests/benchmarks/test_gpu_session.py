@@ -41,6 +41,7 @@ def _archive(path, members):
     (["--wheels=/nonexistent/gpu_wheels"], "--wheels: no such folder '/nonexistent/gpu_wheels'"),
     (["--resume_archive=/nonexistent/run.tar.gz"], "--resume_archive: not found"),
     (["--boxes=long_run=100"], "--boxes: expected PART=SECONDS for a part among"),
+    (["--predinet_cells=0"], "--predinet_cells: expected at least 1, received 0"),
 ])
 def test_bad_input_fails_at_once_naming_the_flag(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
@@ -131,18 +132,27 @@ def _smoke(out, *argv):
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
-    # The lane (one layer case on the CPU) and the long run's first piece.
-    first = _smoke(tmp_path / "one", "--parts=lane,long_run")
+    # The lane (one layer case on the CPU), a Table 1 cell of RN and the long run's first piece.
+    first = _smoke(tmp_path / "one", "--parts=lane,predinet,long_run")
     files = sorted(os.listdir(tmp_path / "one"))
     assert files == ["logs.txt", "results.tar.gz", "session.json", "summary.md",
                      "zambaldi_fig3_relational.tar.gz"]
     assert first["device"]["platform"] == "cpu" and first["smoke"]
-    assert [p["part"] for p in first["plan"]] == ["lane", "long_run"]
+    assert [p["part"] for p in first["plan"]] == ["lane", "predinet", "long_run"]
     lane = first["parts"]["lane"]
     assert lane["exit_code"] == 0 and lane["summary"]["counts"]["passed"] == 1
     assert lane["results"] == ["accelerator_lane_smoke.json", "accelerator_lane_smoke.md"]
+    predinet = first["parts"]["predinet"]
+    assert predinet["exit_code"] == 0 and not predinet["timed_out"]
+    assert predinet["results"] == ["predinet_table1.json", "predinet_table1.md"]
     with tarfile.open(tmp_path / "one" / "results.tar.gz") as archive:
         assert "smoke/benchmarks/results/accelerator_lane_smoke.md" in archive.getnames()
+        table = json.load(archive.extractfile("smoke/benchmarks/results/predinet_table1.json"))
+    # The committed table's runs (--resume_from) and the new cell, trained under JAX.
+    new = [r for r in table["runs"] if r.get("backend") == "jax"]
+    assert [(r["task"], r["central"], r["num_batches"], r["input_pipeline"]) for r in new] == [
+        ("same", "relation_net", 2, "numpy")]
+    assert len(table["runs"]) > 1
     run = first["parts"]["long_run"]
     assert run["exit_code"] == 0 and not run["timed_out"]
     assert run["start_step"] == 0 and run["end_step"] >= 1

@@ -124,6 +124,32 @@ def test_session_minutes_starts_no_new_cell(tmp_path, capsys):
     assert "Finished: 0 of 45 cells." in text
 
 
+@pytest.mark.slow
+def test_retrain_capped_trains_a_capped_cell_again_and_keeps_the_capped_run(tmp_path, capsys):
+    # A cell its time cap stopped early (as RN's on the CPU) is trained again with
+    # retrain_capped (as on a GPU); the capped run stays, renamed, a row of its own.
+    root, output = str(tmp_path / "runs"), str(tmp_path / "table1")
+    cell = dict(tasks=("same",), centrals=("mlp1",), output=output,
+                **dict(TINY, central_kwargs=None))
+    reproduce.run("table1", root, max_minutes_per_cell=0.0, **cell)
+    capsys.readouterr()
+    reproduce.run("table1", root, **cell)  # without retrain_capped: finished, not trained again
+    assert "== table1 cell" not in capsys.readouterr().out
+    text = reproduce.run("table1", root, retrain_capped=True, **cell)
+    assert ("same_mlp1_2b_20train_seed0 stopped at its time cap after 1 batches; kept as "
+            "same_mlp1_2b_20train_seed0_capped1b, trained again" in capsys.readouterr().out)
+    assert sorted(os.listdir(root)) == ["same_mlp1_2b_20train_seed0",
+                                        "same_mlp1_2b_20train_seed0_capped1b"]
+    with open(f"{output}.json") as f:
+        runs = json.load(f)["runs"]
+    assert sorted((r["num_batches"], r["stopped_by_time_limit"]) for r in runs) == [
+        (1, True), (2, False)]
+    assert "| same | hexominoes | MLP1 | 0 |" in text and "| 1 (time cap) |" in text
+    capsys.readouterr()
+    reproduce.run("table1", root, retrain_capped=True, **cell)  # nothing capped is left
+    assert "== table1 cell" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("content, message", [
     ("not json", "expects a results file written by this script"),
     ('{"mode": "curricula", "runs": []}', "expects a results file of --mode=table1"),

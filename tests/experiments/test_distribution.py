@@ -437,3 +437,24 @@ def test_data_parallel_flag_on_a_simulated_4_device_mesh_matches_one_device(tmp_
         (16, 4), (32, 8), (4, 1)}
     # The same updates as on one device (a sum over 4 shards: float32 rounding only).
     np.testing.assert_allclose(report["mesh"], report["single"], rtol=1e-4, atol=1e-5)
+
+
+def test_other_backends_get_one_device_and_torch_one_batch_per_call(monkeypatch, caplog):
+    # Under JAX or torch, "default" is NoDistribution (no TensorFlow touched); the torch backend
+    # refuses steps_per_execution > 1, so compile_options asks for 1, logged once.
+    for backend in ("jax", "torch"):
+        monkeypatch.setattr(distribution_lib.keras.backend, "backend", lambda b=backend: b)
+        strategy = distribution_lib.get_strategy("default")
+        assert isinstance(strategy, distribution_lib.NoDistribution)
+        assert strategy.num_replicas_in_sync == 1
+        with strategy.scope():
+            pass
+    monkeypatch.setattr(distribution_lib, "_logged", set())
+    with caplog.at_level(logging.WARNING, logger=distribution_lib.__name__):
+        for _ in range(2):
+            assert distribution_lib.compile_options(None, True, 50) == {
+                "jit_compile": True, "steps_per_execution": 1}
+    assert len([r for r in caplog.records if "torch backend" in r.getMessage()]) == 1
+    monkeypatch.setattr(distribution_lib.keras.backend, "backend", lambda: "jax")
+    assert distribution_lib.compile_options(None, True, 50) == {
+        "jit_compile": True, "steps_per_execution": 50}

@@ -1,5 +1,6 @@
 import json
 import os
+import textwrap
 
 import numpy as np
 import pytest
@@ -25,6 +26,70 @@ def test_dataset_batches_and_one_hot_tasks():
     np.testing.assert_array_equal(np.argmax(features["task"], -1), data["tasks"][:8])
     assert features["task"].shape == (8, 5)
     np.testing.assert_array_equal(np.asarray(labels), data["labels"][:8])
+
+
+def test_numpy_batches_are_tf_data_batches_on_any_backend():
+    # Unshuffled, the NumPy pipeline gives tf.data's batches exactly (the last one partial).
+    data = relations_game.generate("row_patterns_5", "stripes", 30, seed=1)
+    numpy_batches = lib.make_dataset(data, 8, input_pipeline="numpy")
+    assert isinstance(numpy_batches, lib.NumpyBatches) and len(numpy_batches) == 4
+    tf_batches = list(lib.make_dataset(data, 8, input_pipeline="tf.data"))
+    for index, (features, labels) in enumerate(tf_batches):
+        numpy_features, numpy_labels = numpy_batches[index]
+        assert numpy_features["image"].dtype == np.float32
+        for key in ("image", "task"):
+            np.testing.assert_array_equal(numpy_features[key], np.asarray(features[key]))
+        np.testing.assert_array_equal(numpy_labels, np.asarray(labels))
+    assert len(numpy_batches[3][1]) == 6
+    with pytest.raises(IndexError, match="batch 4"):
+        numpy_batches[4]
+
+
+def test_numpy_batches_shuffle_each_pass_and_repeat_by_index():
+    data = relations_game.generate("same", "pentominoes", 7, seed=2)
+    stream = lib.NumpyBatches(data, 3, shuffle_seed=5, repeat=True)
+    assert stream.num_batches is None
+    with pytest.raises(TypeError, match="endless"):
+        len(stream)
+    rows = np.concatenate([stream.rows(i) for i in range(7)])  # 21 positions: three passes
+    passes = rows.reshape(3, 7)
+    for one_pass in passes:
+        assert sorted(one_pass) == list(range(7))  # every example once a pass
+    assert len({tuple(p) for p in passes}) == 3  # a new order each pass
+    np.testing.assert_array_equal(rows[6:9], [passes[0][6], passes[1][0], passes[1][1]])
+    # A batch depends on its index only: read backwards, in a new object, the same rows.
+    again = lib.NumpyBatches(data, 3, shuffle_seed=5, repeat=True)
+    for index in reversed(range(7)):
+        np.testing.assert_array_equal(again.rows(index), stream.rows(index))
+        np.testing.assert_array_equal(again[index][1], data["labels"][stream.rows(index)])
+    other = lib.NumpyBatches(data, 3, shuffle_seed=6, repeat=True)
+    assert not np.array_equal(np.concatenate([other.rows(i) for i in range(7)]), rows)
+    with pytest.raises(ValueError, match=r"`batch_size`.*received batch_size=0"):
+        lib.NumpyBatches(data, 0)
+
+
+def test_fit_reads_the_numpy_stream_on_across_epochs():
+    # With steps_per_epoch, model.fit keeps one iterator over the endless stream: the epochs
+    # train on consecutive batches, not the first ones again.
+    read = []
+
+    class Recorded(lib.NumpyBatches):
+        def __getitem__(self, index):
+            read.append(int(index))
+            return super().__getitem__(index)
+
+    model = models.build_model("mlp1")
+    lib.compile_model(model, "sgd", 0.01, 2)
+    model.fit(Recorded(tiny_data(n=12), 5, shuffle_seed=3, repeat=True), epochs=3,
+              steps_per_epoch=4, shuffle=False, verbose=0)
+    assert set(range(12)) <= set(read)  # 3 epochs x 4 batches, each batch read
+    assert read[-12:] == sorted(read[-12:])  # in order (after Keras' first peeks at batch 0)
+
+
+def test_input_pipeline_errors_name_the_argument(tmp_path):
+    with pytest.raises(ValueError, match=r"`input_pipeline`.*'tf.data' or 'numpy'.*'grain'"):
+        lib.train_eval(str(tmp_path), input_pipeline="grain")
+    assert not os.listdir(tmp_path)
 
 
 def test_stage_freezing_and_reinitialisation():
@@ -234,3 +299,72 @@ def test_notebook_pause_rule_errors_name_the_argument(tmp_path):
         lib.train_eval(str(tmp_path), pause_above_accuracy=0.99, pause_interval=75)
     with pytest.raises(ValueError, match=r"`num_validation_examples`.*250.*100"):
         lib.train_eval(str(tmp_path), pause_above_accuracy=0.99, num_validation_examples=100)
+
+
+_JAX_WITHOUT_TENSORFLOW = textwrap.dedent("""
+    import json, sys
+
+    class NoTensorFlow:  # as on the GPU machine, which has JAX and no TensorFlow
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("tensorflow", "tf_keras"):
+                raise ModuleNotFoundError(f"No module named {{name!r}}")
+
+    sys.meta_path.insert(0, NoTensorFlow())
+    sys.path.insert(0, {repo!r})  # benchmarks/ is a folder of scripts
+    import keras
+    from keras_relational.experiments import relations_game_lib as lib
+    from benchmarks import reproduce_predinet as reproduce
+
+    tiny = dict(num_batches=4, eval_interval=2, batch_size=5, num_train_examples=40,
+                num_eval_examples=20, num_monitor_examples=10, steps_per_execution=2,
+                central_kwargs={{"num_heads": 2, "key_dim": 3, "num_relations": 4}})
+    single = lib.train_eval({root!r} + "/single", task="same", pause_above_accuracy=1e-6,
+                            pause_interval=2, num_validation_examples=20, **tiny)
+    again = lib.train_eval({root!r} + "/single", task="same", pause_above_accuracy=1e-6,
+                           pause_interval=2, num_validation_examples=20, **tiny)
+    text = reproduce.run("table1", {root!r} + "/table1", tasks=("between",),
+                         centrals=("relation_net",), output={root!r} + "/table1_results",
+                         **dict(tiny, central_kwargs=None))
+    assert "tensorflow" not in sys.modules
+    print(json.dumps(dict(backend=keras.backend.backend(), single=single, again=again,
+                          table_row="| between | stripes | RN | 0 |" in text)))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_trains_under_jax_without_tensorflow(tmp_path):
+    # The GPU machine has JAX and no TensorFlow: the NumPy pipeline, TensorBoard scalars without
+    # TensorFlow, no SavedModel (said in the results), the resumption and a Table 1 cell of the
+    # reproduction script.
+    import subprocess
+    import sys
+
+    from tensorboard_tags import scalar_tags
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", _JAX_WITHOUT_TENSORFLOW.format(repo=repo,
+                                                                                root=root)],
+                          cwd=repo, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, KERAS_BACKEND="jax"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    single = report["single"]
+    assert report["backend"] == "jax" and report["table_row"]
+    assert (single["backend"], single["input_pipeline"]) == ("jax", "numpy")
+    assert single["export"] == lib.EXPORT_SKIPPED and single["num_batches"] == 4
+    assert single["paused_batches"] == 2  # every check passes a threshold of 1e-6
+    assert report["again"] == single  # the finished run is loaded, not trained again
+    assert "already finished" in done.stdout
+    stage = os.path.join(root, "single")
+    assert os.path.exists(os.path.join(stage, "model.keras"))
+    assert not os.path.exists(os.path.join(stage, "saved_model"))
+    evaluations = scalar_tags(os.path.join(stage, "eval"))
+    assert [step for step, _ in evaluations["accuracy/hexominoes"]] == [2, 4]
+    assert [step for step, _ in evaluations["accuracy/stripes"]] == [2, 4]
+    assert set(scalar_tags(os.path.join(stage, "train"))) >= {"epoch_loss", "epoch_accuracy"}
+    with open(os.path.join(root, "table1_results.json")) as f:
+        (cell,) = json.load(f)["runs"]
+    assert (cell["central"], cell["backend"], cell["input_pipeline"]) == (
+        "relation_net", "jax", "numpy")

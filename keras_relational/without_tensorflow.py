@@ -1,16 +1,29 @@
-"""TensorBoard scalars without TensorFlow: a minimal event-file writer.
+"""What training code needs from TensorFlow, for machines without it (e.g. JAX on a GPU).
 
-TensorBoard reads ``events.out.tfevents.*`` files: TFRecords (length, masked CRC-32C of the
-length, data, masked CRC-32C of the data) of ``Event`` protocol buffers. Scalars need only a few
-fields of them, encoded here by hand, so the compiled loop writes summaries under JAX on machines
-without TensorFlow (and the same files with it; ``tf.compat.v1.train.summary_iterator`` and
-TensorBoard read them).
+* ``tensorflow_installed()``: whether TensorFlow can be imported here (``model.export`` writes a
+  SavedModel through it under every Keras backend).
+* ``ScalarWriter``: TensorBoard scalars without TensorFlow. TensorBoard reads
+  ``events.out.tfevents.*`` files: TFRecords (length, masked CRC-32C of the length, data, masked
+  CRC-32C of the data) of ``Event`` protocol buffers. Scalars need only a few fields of them,
+  encoded here by hand, so the compiled loop and the Relations Game trainer write summaries
+  under JAX on machines without TensorFlow (and the same files with it;
+  ``tf.compat.v1.train.summary_iterator`` and TensorBoard read them).
 """
 
+import importlib.util
 import os
 import socket
 import struct
 import time
+
+
+def tensorflow_installed():
+    """Whether TensorFlow is importable in this Python (without importing it)."""
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):  # a parent that fails to import; a None in sys.modules
+        return False
+
 
 _CRC32C_TABLE = []
 for _byte in range(256):
