@@ -27,8 +27,9 @@ predinet        ``benchmarks/reproduce_predinet.py --mode=table1 --centrals=rela
                 --retrain_capped``: RN's Table 1 cells at 100,000 batches (the CPU's time cap
                 stopped them at 10,000-20,000), resumed from the committed
                 ``predinet_table1.json``; ``--predinet_cells`` cells at most a box (default
-                1), each capped at its share (``--predinet_flags`` replaces the cells' flags);
-                writes the whole
+                1), each capped at its share (``--predinet_flags`` replaces the cells' flags;
+                with ``--mode=curricula`` among them, RN's transfer curricula, the four stages
+                sharing a cell's share); writes the whole
                 ``predinet_table1.{md,json}``
 long_run        one piece of ``train_boxworld --trainer=compiled --preset=...`` (default
                 ``zambaldi_fig3_relational``), resumed from ``--resume_archive``; it takes what
@@ -99,6 +100,7 @@ PREDINET_FLAGS = {"gpu": ["--centrals=relation_net", "--retrain_capped"],
                             "--eval_interval=1", "--num_train_examples=20",
                             "--num_eval_examples=10", "--retrain_capped"]}
 PREDINET_OVERHEAD = {"gpu": 75, "smoke": 20}
+FIRST_CELL_START = 5  # seconds: the latest start of the first cell (session_minutes)
 DEFAULT_PRESET = "zambaldi_fig3_relational"
 # The run's settings beyond its preset, fixed when it is created (stored in RUN_META).
 LONG_RUN_FLAGS = {"gpu": ["--level_source=device"],
@@ -625,21 +627,13 @@ class Session:
             f"--output=benchmarks/results/sequence_simplicial_speed_{self.suffix}"), box)
 
     def _part_predinet(self, entry, box):
-        overhead = PREDINET_OVERHEAD[self.mode]
-        cells = self.args.predinet_cells
-        cap_minutes = max(box - GRACE - cells * overhead, 1) / cells / 60
         flags = (shlex.split(self.args.predinet_flags) if self.args.predinet_flags is not None
                  else PREDINET_FLAGS[self.mode])
-        committed = os.path.join(REPO, "benchmarks", "results", "predinet_table1.json")
-        resume = [f"--resume_from={committed}"] if os.path.exists(committed) else []
-        command = [self.python, "-P", "-m", "benchmarks.reproduce_predinet", "--mode=table1",
-                   *flags, f"--root_dir={os.path.join(self.work, 'predinet')}", *resume,
-                   f"--max_minutes_per_cell={cap_minutes:.2f}",
-                   # A next cell starts only while a whole capped one still fits the box.
-                   f"--session_minutes={(box - GRACE) / 60 - cap_minutes - overhead / 60:.2f}",
-                   "--output=benchmarks/results/predinet_table1"]
+        command, cap_minutes = predinet_command(
+            flags, box, self.args.predinet_cells, PREDINET_OVERHEAD[self.mode],
+            os.path.join(self.work, "predinet"), os.path.join(REPO, "benchmarks", "results"))
         path = os.pathsep.join(p for p in (self.site, REPO) if p)  # `benchmarks` is a package
-        self._run(entry, "predinet", command, box, PYTHONPATH=path)
+        self._run(entry, "predinet", [self.python, "-P", *command], box, PYTHONPATH=path)
         entry["max_minutes_per_cell"] = round(cap_minutes, 2)
 
     def _part_long_run(self, entry, box):
@@ -735,6 +729,30 @@ class Session:
                 with open(os.path.join(self.results_dir, name)) as f:
                     lines += ["", f"## {name}", "", f.read()]
         return "\n".join(lines) + "\n"
+
+
+def predinet_command(flags, box, cells, overhead, root_dir, committed_results):
+    """The predinet part's ``reproduce_predinet`` command (after ``python -P``) and the time cap
+    of each run in minutes: ``cells`` cells share ``box`` seconds; a cell spends ``overhead``
+    seconds outside its cap per task it trains on (one for Table 1, two for a curriculum, whose
+    four stages share the cell's time). ``--mode=curricula`` among ``flags`` resumes from and
+    writes ``predinet_curricula``, otherwise ``predinet_table1``."""
+    mode = "curricula" if "--mode=curricula" in flags else "table1"
+    stages, tasks = (4, 2) if mode == "curricula" else (1, 1)
+    cell_overhead = tasks * overhead
+    cap_minutes = max(box - GRACE - cells * cell_overhead, 1) / cells / stages / 60
+    committed = os.path.join(committed_results, f"predinet_{mode}.json")
+    resume = [f"--resume_from={committed}"] if os.path.exists(committed) else []
+    # A next cell starts only while a whole capped one still fits the box; the first always
+    # starts (a few seconds in: the overhead allows for it).
+    session_minutes = max((box - GRACE - cell_overhead) / 60 - stages * cap_minutes,
+                          FIRST_CELL_START / 60)
+    command = ["-m", "benchmarks.reproduce_predinet", f"--mode={mode}",
+               *[flag for flag in flags if not flag.startswith("--mode=")],
+               f"--root_dir={root_dir}", *resume, f"--max_minutes_per_cell={cap_minutes:.2f}",
+               f"--session_minutes={session_minutes:.2f}",
+               f"--output=benchmarks/results/predinet_{mode}"]
+    return command, cap_minutes
 
 
 def _last_curve_row(run_dir):

@@ -135,7 +135,7 @@ def get_strategy(name="default", tpu=None):
             keras.distribution.set_distribution(_created[name])
         return _created[name]
     if name == "default" and backend != "tensorflow":
-        return NoDistribution()
+        return _NO_DISTRIBUTION  # one object, as tf.distribute's default (callers key on it)
     import tensorflow as tf
 
     if name == "default":
@@ -157,6 +157,9 @@ class NoDistribution:
 
     def scope(self):
         return contextlib.nullcontext()
+
+
+_NO_DISTRIBUTION = NoDistribution()
 
 
 def _tpu_flag():

@@ -177,3 +177,27 @@ def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
     assert [(p["start_step"], p["end_step"]) for p in pieces] == [
         (0, run["end_step"]), (run["end_step"], piece["end_step"])]
     assert meta["meta"]["flags"][0] == "--level_source=device"
+
+
+def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
+    (tmp_path / "predinet_table1.json").write_text("{}")
+    command, cap = gpu_session.predinet_command(["--centrals=relation_net"], 475, 1, 75,
+                                                "/r", str(tmp_path))
+    assert cap == pytest.approx((475 - gpu_session.GRACE - 75) / 60)
+    assert command == ["-m", "benchmarks.reproduce_predinet", "--mode=table1",
+                       "--centrals=relation_net", "--root_dir=/r",
+                       f"--resume_from={tmp_path / 'predinet_table1.json'}",
+                       f"--max_minutes_per_cell={cap:.2f}", "--session_minutes=0.08",
+                       "--output=benchmarks/results/predinet_table1"]
+    # (The one cell starts within its first 5 s.) Two cells: each gets half of what the
+    # overheads leave, and the second starts only while a whole one still fits.
+    command, cap = gpu_session.predinet_command([], 475, 2, 75, "/r", str(tmp_path))
+    assert cap == pytest.approx((475 - gpu_session.GRACE - 150) / 2 / 60)
+    assert f"--session_minutes={(475 - 5 - 75) / 60 - cap:.2f}" in command
+    # Curricula: four stages share a cell, two tasks' overheads; no committed curricula file.
+    command, cap = gpu_session.predinet_command(["--mode=curricula", "--combinations=A"], 475,
+                                                1, 75, "/r", str(tmp_path))
+    assert cap == pytest.approx((475 - gpu_session.GRACE - 150) / 4 / 60)
+    assert command[2:4] == ["--mode=curricula", "--combinations=A"]
+    assert not any(flag.startswith("--resume_from") for flag in command)
+    assert command[-1] == "--output=benchmarks/results/predinet_curricula"
