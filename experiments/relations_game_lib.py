@@ -96,7 +96,7 @@ class NumpyBatches(keras.utils.PyDataset):
 
     Batch ``i`` holds the examples at positions ``[i * batch_size, (i + 1) * batch_size)`` of
     the stream: the examples in order, or with ``shuffle_seed`` each pass over them in a seeded
-    order of its own (pass ``p``: ``np.random.RandomState(offset_seed(shuffle_seed, p))``).
+    order of its own (pass ``p``: ``np.random.RandomState(shuffle_seed * 7919 + p)``).
     ``repeat``: the passes follow each other without end, a batch may straddle two of them and
     every batch is full (``num_batches`` is None); otherwise one pass, the last batch partial.
     A batch depends on its index only, so the same ``data`` and seed give the same batches on
@@ -126,10 +126,12 @@ class NumpyBatches(keras.utils.PyDataset):
         return self.num_batches
 
     def _pass_order(self, index):
-        if self._order[0] != index:
+        cached, order = self._order  # read once: safe with a PyDataset's worker threads
+        if cached != index:
             seed = validation.offset_seed("shuffle_seed", self.shuffle_seed, index, scale=7919)
-            self._order = (index, np.random.RandomState(seed).permutation(self.size))
-        return self._order[1]
+            order = np.random.RandomState(seed).permutation(self.size)
+            self._order = (index, order)
+        return order
 
     def rows(self, index):
         """The example rows of batch ``index``."""
