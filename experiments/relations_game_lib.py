@@ -49,7 +49,6 @@ from keras_relational.models import relations_game as models
 HELD_OUT_SETS = ("hexominoes", "stripes")
 STAGES = ("stage_1_scratch", "stage_2_curriculum", "stage_3_reuse", "stage_4_input_net")
 INPUT_PIPELINES = ("tf.data", "numpy")
-EXPORT_SKIPPED = "skipped: it writes a SavedModel, which needs TensorFlow (not installed)"
 
 
 def held_out_sets(task):
@@ -306,17 +305,12 @@ class _PauseWhileAccurate(keras.callbacks.Callback):
         self.seed = seed
         self.log_path = log_path
         self.checks = []
+        # The validation stream: which images the index-th check draws (NumpyBatches' order).
+        self._batches = NumpyBatches(validation_data, batch_size, shuffle_seed=seed, repeat=True)
 
     def _draw(self, index):
         """The ``index``-th validation batch: passes over the pool, each in a seeded order."""
-        size = len(self.validation_data["labels"])
-        positions = np.arange(index * self.batch_size, (index + 1) * self.batch_size)
-        rows = np.empty(self.batch_size, np.int64)
-        for epoch in np.unique(positions // size):
-            order = np.random.RandomState(
-                validation.offset_seed("seed", self.seed, int(epoch), scale=7919)).permutation(size)
-            inside = positions // size == epoch
-            rows[inside] = order[positions[inside] % size]
+        rows = self._batches.rows(index)
         return {key: value[rows] for key, value in self.validation_data.items()}
 
     def _set_paused(self, paused):
@@ -440,9 +434,9 @@ def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size
     results["input_pipeline"] = input_pipeline
     results["backend"] = keras.backend.backend()
     if export and not tensorflow:
-        results["export"] = EXPORT_SKIPPED
-        print(f"[{stage_name}] model.export {EXPORT_SKIPPED}; model.keras holds the trained model",
-              flush=True)
+        results["export"] = without_tensorflow.SAVED_MODEL_SKIPPED
+        print(f"[{stage_name}] {without_tensorflow.SAVED_MODEL_SKIPPED}; model.keras holds the "
+              f"trained model", flush=True)
     results.update(data_settings or {})
     faults.point("export")  # the fault tests kill here: results.json is not written yet
     # Each output whole or absent (a kill here re-runs this export, never reads half of one).

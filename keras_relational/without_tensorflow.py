@@ -25,6 +25,10 @@ def tensorflow_installed():
         return False
 
 
+# What a trainer says (prints, records) when it skips ``model.export`` for want of TensorFlow.
+SAVED_MODEL_SKIPPED = ("model.export skipped: it writes a SavedModel, which needs TensorFlow "
+                       "(not installed)")
+
 _CRC32C_TABLE = []
 for _byte in range(256):
     _crc = _byte

@@ -8,15 +8,9 @@ import os
 
 import pytest
 
+from keras_relational.without_tensorflow import tensorflow_installed
 
-def _tensorflow_installed():
-    try:
-        return importlib.util.find_spec("tensorflow") is not None
-    except ImportError:  # a meta-path finder that refuses it: as good as not installed
-        return False
-
-
-if _tensorflow_installed():
+if tensorflow_installed():
     import keras_relational.agents  # noqa: F401
 
 

@@ -179,8 +179,7 @@ def export_keras_model(model, root_dir):
     """
     keras_file = whole_files.write_whole(os.path.join(root_dir, "keras_model.keras"), model.save)
     if not without_tensorflow.tensorflow_installed():
-        return None, keras_file, "model.export skipped: it writes a SavedModel, which needs " \
-            "TensorFlow (not installed)"
+        return None, keras_file, without_tensorflow.SAVED_MODEL_SKIPPED
     keras_model_dir = whole_files.write_whole(os.path.join(root_dir, "keras_model"),
                                               lambda path: model.export(path, verbose=False))
     return keras_model_dir, keras_file, None

@@ -5,6 +5,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from keras_relational import without_tensorflow
 from keras_relational.environments import relations_game
 from keras_relational.experiments import relations_game_lib as lib
 from keras_relational.models import relations_game as models
@@ -353,7 +354,7 @@ def test_trains_under_jax_without_tensorflow(tmp_path):
     single = report["single"]
     assert report["backend"] == "jax" and report["table_row"]
     assert (single["backend"], single["input_pipeline"]) == ("jax", "numpy")
-    assert single["export"] == lib.EXPORT_SKIPPED and single["num_batches"] == 4
+    assert single["export"] == without_tensorflow.SAVED_MODEL_SKIPPED and single["num_batches"] == 4
     assert single["paused_batches"] == 2  # every check passes a threshold of 1e-6
     assert report["again"] == single  # the finished run is loaded, not trained again
     assert "already finished" in done.stdout
