@@ -44,6 +44,8 @@ def summarise_run(run_dir):
     """What one run's folder says: a dict of figures read from its files (None where absent)."""
     meta = _read_json(os.path.join(run_dir, RUN_META)) or {}
     result = _read_json(os.path.join(run_dir, "result.json")) or {}
+    if not os.path.exists(os.path.join(run_dir, curves.FILENAME)):
+        raise ValueError(f"{run_dir!r}: no learning curve ({curves.FILENAME})")
     rows = [row for row in curves.read_curve(run_dir) if row.get("solve_rate") is not None]
     if not rows:
         raise ValueError(f"{run_dir!r}: no learning curve ({curves.FILENAME}) with solve rates")
