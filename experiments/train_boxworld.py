@@ -42,7 +42,7 @@ import typing
 
 from absl import app, flags, logging
 
-from keras_relational import environments, validation
+from keras_relational import environments, run_settings, validation
 from keras_relational.agents import config as config_lib
 from keras_relational.agents import presets as presets_lib
 from keras_relational.experiments import console
@@ -72,14 +72,17 @@ _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
 flags.DEFINE_enum("preset", None, list(presets_lib.PRESETS), "A paper's setting "
                   "(keras_relational.agents.presets; flags given here win over it).")
 # Network flags: None keeps the default of the network's builder (the paper's).
-flags.DEFINE_integer("num_blocks", 1, "Relational / simplicial blocks (1: Zambaldi et al. 2019's "
-                     "Box-World setting, also used for the simplicial agent).")
-flags.DEFINE_integer("key_dim", None, "Attention key size per head (default: the network's, "
-                     "64 for the relational agent, Zambaldi et al. 2019).")
+flags.DEFINE_integer("num_blocks", None, "Relational / simplicial blocks (default: the "
+                     "network's: 1 for the relational agent, Zambaldi et al. 2019's Box-World "
+                     "setting; 2 for the simplicial agents, Clift et al. 2020, Sec. 4).")
+flags.DEFINE_integer("key_dim", None, "Attention key size per head (default: the network's: 64 "
+                     "for the relational agent, Zambaldi et al. 2019; 32 for the simplicial "
+                     "agents' 1-simplicial heads, Clift et al. 2020, Sec. 4).")
 flags.DEFINE_integer("head_width", None, "Width of each of the 4 output MLP layers (default: "
                      "the network's, 256).")
 flags.DEFINE_integer("num_residual_blocks", None, "Baseline: residual conv blocks (default: the "
                      "network's, 3; Zambaldi et al. 2019: 3 to 6).")
+flags.DEFINE_bool(run_settings.ALLOW_FLAG, False, run_settings.ALLOW_HELP)
 
 
 def _define(name, field_type, default, help_text):
@@ -127,18 +130,48 @@ def _level_kwargs(env_name, given):
     return {k: v for k, v in kwargs.items() if given(k)}
 
 
+# The network flags, the builder argument each sets and the agents whose builders take it.
+_ATTENTION_AGENTS = ("relational", "simplicial", "clift_relational")
+_NETWORK_FLAGS = {
+    "head_width": ("head_units", config_lib.AGENTS),
+    "num_blocks": ("num_blocks", _ATTENTION_AGENTS),
+    "key_dim": ("key_dim", _ATTENTION_AGENTS),
+    "num_residual_blocks": ("num_residual_blocks", ("baseline",)),
+}
+
+
+def _chosen_agent(values):
+    """The agent a parse trains: ``--agent`` when given, else the preset's, else the default."""
+    if values["preset"] is not None and not FLAGS["agent"].present:
+        return presets_lib.PRESETS[values["preset"]]["config"]["agent"]
+    return values["agent"]
+
+
+def _check_network_flags(values):
+    """A network flag given on the command line that the chosen agent's network does not take
+    is refused: silently dropping it would train another network than the one asked for."""
+    agent = _chosen_agent(values)
+    for name, (_, agents) in _NETWORK_FLAGS.items():
+        if FLAGS[name].present and agent not in agents:
+            raise flags.ValidationError(
+                f"--{name}: expected only with --agent={' or --agent='.join(agents)} (the "
+                f"{agent} agent's network has no such setting), received --{name}="
+                f"{values[name]} with --agent={agent}.")
+    return True
+
+
+flags.register_multi_flags_validator(["agent", "preset", *_NETWORK_FLAGS],
+                                     _check_network_flags)
+
+
 def _model_kwargs(agent, given):
-    """The network flags that apply to ``agent`` (all of them, or only those in ``given``)."""
+    """The network flags set for ``agent`` (those not None, or only those in ``given``), as its
+    builder's arguments; None keeps the builder's default (the paper's)."""
     kwargs = {}
-    if FLAGS.head_width is not None and given("head_width"):
-        kwargs["head_units"] = (FLAGS.head_width,) * 4
-    if agent in ("relational", "simplicial", "clift_relational") and given("num_blocks"):
-        kwargs["num_blocks"] = FLAGS.num_blocks
-    if agent == "relational" and FLAGS.key_dim is not None and given("key_dim"):
-        kwargs["key_dim"] = FLAGS.key_dim
-    if agent == "baseline" and FLAGS.num_residual_blocks is not None and given(
-            "num_residual_blocks"):
-        kwargs["num_residual_blocks"] = FLAGS.num_residual_blocks
+    for name, (argument, agents) in _NETWORK_FLAGS.items():
+        value = FLAGS[name].value
+        if value is not None and given(name) and agent in agents:
+            kwargs[argument] = (value,) * 4 if name == "head_width" else value
     return kwargs
 
 
@@ -172,11 +205,14 @@ def main(argv):
         # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
         from keras_relational.agents.compiled import train_eval as compiled_train_eval
 
-        compiled_train_eval.train_eval(FLAGS.root_dir, config)
+        compiled_train_eval.train_eval(
+            FLAGS.root_dir, config,
+            allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)
         return
     from keras_relational.agents import train_eval  # sets TF_USE_LEGACY_KERAS first
 
-    train_eval.train_eval(FLAGS.root_dir, config)
+    train_eval.train_eval(FLAGS.root_dir, config,
+                          allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)
 
 
 def run():

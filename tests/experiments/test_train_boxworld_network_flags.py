@@ -1,0 +1,56 @@
+"""train_boxworld's network flags reach the network's layers, or are refused by name."""
+
+import pytest
+
+
+def _parse(import_binary, argv):
+    """The TrainConfig of ``train_boxworld <argv>`` (the flags parsed as on a command line)."""
+    from absl import flags
+
+    train_boxworld = import_binary("train_boxworld")
+    was_parsed = flags.FLAGS.is_parsed()
+    try:
+        flags.FLAGS(["train_boxworld", *argv])
+        return train_boxworld.config_from_flags()
+    finally:
+        if not was_parsed:
+            flags.FLAGS.unparse_flags()
+
+
+def _block_config(config, layer_name):
+    from keras_relational.agents.networks import agent_model_fn
+
+    model = agent_model_fn(config.agent, (7, 10, 3) if config.env_name == "bridge" else
+                           (14, 14, 3), 4, **config.model_kwargs)()
+    return model.get_layer(layer_name).get_config()
+
+
+def test_simplicial_key_dim_and_blocks_reach_the_block(import_binary):
+    config = _parse(import_binary, ["--agent=simplicial", "--key_dim=8", "--num_blocks=3",
+                                    "--env=bridge"])
+    assert config.model_kwargs == {"key_dim": 8, "num_blocks": 3}
+    block = _block_config(config, "simplicial_block")
+    assert block["key_dim"] == 8 and block["num_iterations"] == 3
+
+
+def test_unset_network_flags_keep_each_networks_own_defaults(import_binary):
+    """The simplicial agent keeps Clift et al.'s 2 iterations (no flag default overrides it)."""
+    config = _parse(import_binary, ["--agent=simplicial", "--env=bridge"])
+    assert config.model_kwargs == {}
+    assert _block_config(config, "simplicial_block")["num_iterations"] == 2
+    preset = _parse(import_binary, ["--preset=clift_fig6_simplicial", "--key_dim=16"])
+    assert preset.agent == "simplicial" and preset.model_kwargs["key_dim"] == 16
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--agent=baseline", "--key_dim=8"], "--key_dim"),
+    (["--agent=baseline", "--num_blocks=2"], "--num_blocks"),
+    (["--agent=relational", "--num_residual_blocks=4"], "--num_residual_blocks"),
+    (["--preset=zambaldi_fig3_baseline", "--key_dim=8"], "--key_dim"),
+])
+def test_a_network_flag_the_agent_does_not_take_is_refused(import_binary, argv, flag):
+    from absl import flags
+
+    with pytest.raises(flags.IllegalFlagValueError, match=f"{flag}: expected only with "
+                       "--agent="):
+        _parse(import_binary, argv)
