@@ -204,3 +204,61 @@ def test_results_io_writes_the_convention(tmp_path, monkeypatch):
         lines = f.read().splitlines()
     assert lines[:4] == ["Written by `python benchmarks/s.py`.", "", "| y | 2 |", ""]
     assert lines[4].startswith("Load average at the end (1/5/15 min): ")
+
+
+# --- The API reference renders the docstrings' reST as Markdown (docs/hooks/docstring_markup.py)
+def _docstring_markup():
+    path = os.path.join(REPO, "docs", "hooks", "docstring_markup.py")
+    spec = importlib.util.spec_from_file_location("docstring_markup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docstring_markup_converts_roles_literal_blocks_and_doctests():
+    pytest.importorskip("griffe")
+    text = ("Uses :class:`~keras_relational.RelationalBlock` and :func:`f`.\n\n"
+            "Per step::\n\n    y = f(x)\n    z = g(y)\n\nThen:\n\n"
+            "    >>> import numpy as np\n    >>> np.zeros(2)\n    array([0., 0.])\n")
+    converted = _docstring_markup().to_markdown(text)
+    assert converted == (
+        "Uses `RelationalBlock` and `f`.\n\nPer step:\n\n```python\ny = f(x)\nz = g(y)\n```\n\n"
+        "Then:\n\n    ```pycon\n    >>> import numpy as np\n    >>> np.zeros(2)\n"
+        "    array([0., 0.])\n    ```\n")
+
+
+_HIGHLIGHTED = re.compile(r'<div class="highlight">.*?</div>', re.DOTALL)
+_CODE = re.compile(r"<pre\b.*?</pre>|<code\b.*?</code>", re.DOTALL)
+_ROLE_TEXT = re.compile(r":(?:py:)?(?:class|func|meth|data|attr|mod|obj|exc|const):")
+_API_PAGES = ("layers", "models", "analysis", "environments", "agents")
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_api_reference_renders_examples_as_code_and_no_rest_markup(tmp_path):
+    """The built API pages: every ``>>>`` inside a highlighted code block, no literal Sphinx role
+    or ``::`` in the text (docs/hooks/docstring_markup.py)."""
+    pytest.importorskip("mkdocstrings")
+    import html
+    import subprocess
+
+    site = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert built.returncode == 0, built.stderr[-3000:]
+    highlighted_examples = 0
+    for name in _API_PAGES:
+        with open(site / "api" / name / "index.html", encoding="utf-8") as f:
+            page = f.read()
+        blocks = _HIGHLIGHTED.findall(page)
+        highlighted_examples += sum(block.count("&gt;&gt;&gt;") for block in blocks)
+        outside = _HIGHLIGHTED.sub("", page)
+        assert "&gt;&gt;&gt;" not in outside, f"api/{name}: a >>> example outside a code block"
+        text = html.unescape(re.sub(r"<[^>]+>", "", _CODE.sub("", outside)))
+        roles = sorted(set(_ROLE_TEXT.findall(text)))
+        assert not roles, f"api/{name}: literal Sphinx roles {roles}"
+        literal = [line.strip() for line in text.splitlines() if "::" in line]
+        assert not literal, f"api/{name}: literal '::' in {literal[:5]}"
+    assert highlighted_examples >= 18, highlighted_examples
