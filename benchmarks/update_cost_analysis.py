@@ -99,7 +99,11 @@ def _cost(compiled):
 
 def build(preset, num_envs, dtype_policy=None, level_source="numpy", **overrides):
     """``(config, environment, model, compiled_loop)`` of ``preset`` with ``num_envs``
-    environments, as ``train_eval`` builds them (the model's weights from the config's seed)."""
+    environments (None: the preset's), as ``train_eval`` builds them (the model's weights from
+    the config's seed); ``overrides``: config fields (``CompiledConfig``'s too), and ``level`` /
+    ``model`` as in ``presets.train_config``."""
+    import dataclasses
+
     import keras
 
     from keras_relational.agents import presets
@@ -107,12 +111,18 @@ def build(preset, num_envs, dtype_policy=None, level_source="numpy", **overrides
     from keras_relational.agents.compiled.config import CompiledConfig
     from keras_relational.agents.compiled.learning import make_optimizer
     from keras_relational.agents.compiled.train_eval import tensor_environment
+    from keras_relational.agents.config import TrainConfig
     from keras_relational.agents.networks import agent_model_fn
 
     if dtype_policy is not None:
         overrides["dtype_policy"] = dtype_policy
+    if num_envs is not None:
+        overrides["num_envs"] = num_envs
+    only_compiled = ({f.name for f in dataclasses.fields(CompiledConfig)}
+                     - {f.name for f in dataclasses.fields(TrainConfig)})
+    compiled_fields = {k: overrides.pop(k) for k in list(overrides) if k in only_compiled}
     config = CompiledConfig.from_train_config(presets.train_config(
-        preset, num_envs=num_envs, level_source=level_source, **overrides))
+        preset, trainer="compiled", level_source=level_source, **overrides), **compiled_fields)
     keras.utils.set_random_seed(config.seed)
     environment = tensor_environment(config.environment, config.level_source)
     spec = environment.observation_spec()

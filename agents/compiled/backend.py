@@ -96,6 +96,131 @@ def scan(f, init, length):
         probe, [a.stack() for a in arrays])
 
 
+def scan_over(f, init, xs):
+    """``jax.lax.scan(f, init, xs)``: ``f(carry, x)`` over the leading axis of the pytree ``xs``.
+
+    Under TensorFlow a Python loop over that (static, short) axis: each step appears in the
+    graph once (the learner minibatches of an update, a handful).
+    """
+    if current_backend() == "jax":
+        import jax
+
+        return jax.lax.scan(f, init, xs)
+    import tensorflow as tf
+
+    leaves = tf.nest.flatten(xs)
+    ys = []
+    for i in range(leaves[0].shape[0]):
+        init, y = f(init, tf.nest.pack_sequence_as(xs, [x[i] for x in leaves]))
+        ys.append(y)
+    return init, tf.nest.map_structure(lambda *y: tf.stack(y), *ys)
+
+
+def named_scope(name):
+    """A scope naming the operations traced inside it (``jax.named_scope`` / ``tf.name_scope``):
+    the profiler's kernels and the compiled HLO's ``op_name`` metadata carry it, so time and
+    FLOPs can be attributed to the environment, acting or learning."""
+    if current_backend() == "jax":
+        import jax
+
+        return jax.named_scope(name)
+    import tensorflow as tf
+
+    return tf.name_scope(name)
+
+
+def local_devices(num_devices=None):
+    """The first ``num_devices`` of ``jax.devices()`` (None: all of them); ``[None]`` (one
+    device, the default placement) under TensorFlow, which needs ``num_devices`` in (None, 1).
+
+    Raises ``ValueError`` naming ``num_devices`` when more are asked for than there are.
+    """
+    if current_backend() != "jax":
+        if num_devices not in (None, 1):
+            raise ValueError(f"`num_devices` (--num_devices) above 1 needs KERAS_BACKEND=jax "
+                             f"(data-parallel over jax.devices()), received "
+                             f"num_devices={num_devices} under "
+                             f"KERAS_BACKEND={keras.backend.backend()!r}.")
+        return [None]
+    import jax
+
+    devices = jax.devices()
+    if num_devices is not None and not 1 <= num_devices <= len(devices):
+        raise ValueError(f"`num_devices` (--num_devices) must be between 1 and the "
+                         f"{len(devices)} device(s) of jax.devices(), received "
+                         f"num_devices={num_devices}.")
+    return devices[:num_devices] if num_devices is not None else devices
+
+
+class DataParallel:
+    """Environments split across local devices, weights replicated (``jax.sharding``).
+
+    The compiled update is one program over all ``num_envs`` environments; its inputs and
+    outputs carry a ``NamedSharding`` over a one-axis mesh (``"envs"``) of ``devices``, so XLA's
+    SPMD partitioner runs each device's share of environments, acting and learning and sums the
+    gradients across devices (an all-reduce). The update computes what it computes on one
+    device: the same loss, gradients and samples (JAX's partitionable threefry draws the same
+    random bits however an array is split), within float tolerance of the summation order.
+
+    Args:
+        devices: the devices (``local_devices``); one device: no sharding at all.
+        num_envs: the environments; a leaf whose leading axis has this size is split.
+    """
+
+    def __init__(self, devices, num_envs):
+        self.devices = list(devices)
+        self.num_envs = num_envs
+        if num_envs % len(self.devices):
+            raise ValueError(f"`num_envs` (--num_envs) must be divisible by the "
+                             f"{len(self.devices)} devices the loop runs on (`num_devices`, "
+                             f"--num_devices; None: all of jax.devices()), received "
+                             f"num_envs={num_envs}.")
+        self._split = self._replicated = None
+        if len(self.devices) > 1:
+            import jax
+            import numpy as np
+
+            mesh = jax.sharding.Mesh(np.array(self.devices), ("envs",))
+            self._split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("envs"))
+            self._replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+    @property
+    def active(self):
+        """Whether the loop runs on more than one device."""
+        return self._split is not None
+
+    def _sharding(self, x, batched):
+        split = batched and len(getattr(x, "shape", ())) >= 1 and x.shape[0] == self.num_envs
+        return self._split if split else self._replicated
+
+    def place(self, state, batched_keys=("env", "timestep", "episode_return")):
+        """``state`` (a dict pytree) on the devices: the ``batched_keys`` entries' per-environment
+        leaves split, everything else replicated. Unchanged on one device."""
+        if not self.active:
+            return state
+        import jax
+
+        return {key: jax.tree.map(lambda x, b=key in batched_keys: jax.device_put(
+            x, self._sharding(x, b)), value) for key, value in state.items()}
+
+    def replicate(self, tree):
+        """``tree`` replicated on every device (a level bank). Unchanged on one device."""
+        if not self.active:
+            return tree
+        import jax
+
+        return jax.device_put(tree, self._replicated)
+
+    def constrain(self, state, batched_keys=("env", "timestep", "episode_return")):
+        """Inside the compiled update: the state's shardings as :meth:`place` sets them."""
+        if not self.active:
+            return state
+        import jax
+
+        return {key: jax.tree.map(lambda x, b=key in batched_keys: jax.lax.with_sharding_constraint(
+            x, self._sharding(x, b)), value) for key, value in state.items()}
+
+
 def apply_gradients(optimizer, optimizer_values, grads, trainable_values, trainable_variables):
     """One optimizer step as a pure function: ``(trainable_values, optimizer_values)``.
 

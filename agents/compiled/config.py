@@ -30,6 +30,17 @@ class CompiledConfig(TrainConfig):
         None, "Levels per bank drawn by the level source (`level_source`: the NumPy generator "
         "in a host thread, ahead of use, or the on-device generator); a bank serves updates "
         "until its unused levels could run out in the next one. None: enough for 8 updates.")
+    learner_minibatches: int = _field(
+        1, "Gradient steps an update takes, each on its own minibatch of num_envs / this "
+        "environments' trajectories (every this-th environment), one after the other: many "
+        "environments act per unroll while the learner batch stays a setting (IMPALA's; "
+        "V-trace corrects the later minibatches' policy lag). 1: one step on the whole unroll. "
+        "Must divide num_envs.")
+    num_devices: int | None = _field(
+        None, "Local devices the update runs on, data-parallel (JAX only): the environments "
+        "split across them, the weights replicated, the gradients summed. None: every device "
+        "of jax.devices() (1 under TensorFlow). num_envs / learner_minibatches must be "
+        "divisible by it.")
 
     def __post_init__(self):
         if self.trainer != "compiled":
@@ -43,6 +54,22 @@ class CompiledConfig(TrainConfig):
                 f"CompiledConfig expects `level_bank_size` >= {self.max_levels_per_update} (the "
                 f"most levels one update can start: num_envs * (unroll_length // 2 + 1)), "
                 f"received level_bank_size={self.level_bank_size}.")
+        validation.check_positive_int("CompiledConfig", "learner_minibatches",
+                                      self.learner_minibatches)
+        if self.num_envs % self.learner_minibatches:
+            raise ValueError(
+                f"CompiledConfig expects `learner_minibatches` (--learner_minibatches) to divide "
+                f"`num_envs` ({self.num_envs}), received "
+                f"learner_minibatches={self.learner_minibatches}.")
+        validation.check_positive_int("CompiledConfig", "num_devices", self.num_devices,
+                                      allow_none=True)
+        if self.num_devices is not None and (self.num_envs // self.learner_minibatches) \
+                % self.num_devices:
+            raise ValueError(
+                f"CompiledConfig expects `num_devices` (--num_devices) to divide the "
+                f"environments of a learner minibatch (num_envs / learner_minibatches = "
+                f"{self.num_envs} / {self.learner_minibatches}), received "
+                f"num_devices={self.num_devices}.")
 
     @classmethod
     def from_train_config(cls, config, **overrides):

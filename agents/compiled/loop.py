@@ -18,7 +18,7 @@ import collections
 import keras
 
 from keras_relational.agents.compiled import acting, backend
-from keras_relational.agents.compiled.learning import LAST, Unroll, VTraceLearner
+from keras_relational.agents.compiled.learning import LAST, LossInfo, Unroll, VTraceLearner
 
 # dm_env.StepType.FIRST.
 FIRST = 0
@@ -28,6 +28,10 @@ Metrics = collections.namedtuple("Metrics", [
     "episodes", "solved", "return_sum", "levels_started"])
 Metrics.__doc__ = """Scalars of one update: the loss terms, and over the unroll's steps the
 episodes finished, those solved, the sum of their returns and the bank levels started."""
+
+
+# LossInfo fields that are sums over an unroll's transitions: summed over learner minibatches.
+_SUMMED = ("loss", "policy_gradient_loss", "value_loss", "entropy", "reward_sum", "transitions")
 
 
 def _copy(values):
@@ -62,6 +66,17 @@ class CompiledLoop:
         optimizer.build(model.trainable_variables)
         self.seed_generator = keras.random.SeedGenerator(config.seed)
         self.learner = VTraceLearner(model, optimizer, config)
+        self.data_parallel = backend.DataParallel(backend.local_devices(config.num_devices),
+                                                  config.num_envs)
+        devices = len(self.data_parallel.devices)
+        if (config.num_envs // config.learner_minibatches) % devices:
+            raise ValueError(
+                f"The environments of a learner minibatch (num_envs / learner_minibatches = "
+                f"{config.num_envs} / {config.learner_minibatches}) must split evenly across "
+                f"the {devices} devices (--num_devices), received num_envs={config.num_envs}, "
+                f"learner_minibatches={config.learner_minibatches}.")
+        self._compiled_update = None  # set by `compile`
+        self._bank = (None, None)  # the last bank and its copy on the devices
         self._update = backend.compile_function(self._update_fn)
         self._collect = backend.compile_function(self._collect_fn)
 
@@ -69,17 +84,38 @@ class CompiledLoop:
         """The loop state of a fresh run: the model's and optimizer's current values, bank
         levels ``0..num_envs-1`` started."""
         env_state, timestep = self.environment.reset(bank, self.config.num_envs)
-        return dict(
+        return self.data_parallel.place(dict(
             trainable=_copy(v.value for v in self.model.trainable_variables),
             non_trainable=_copy(v.value for v in self.model.non_trainable_variables),
             optimizer=_copy(v.value for v in self.optimizer.variables),
             env=env_state, timestep=timestep,
             seed=keras.ops.copy(self.seed_generator.state.value),
-            episode_return=keras.ops.zeros((self.config.num_envs,), "float32"))
+            episode_return=keras.ops.zeros((self.config.num_envs,), "float32")))
+
+    def compile(self, state, bank):
+        """Compiles the update for ``state`` and ``bank`` ahead of the first update (JAX):
+        ``(state, seconds)``, the state placed on the devices with strong types (what the
+        compiled update takes). Under TensorFlow ``(state, None)``: the first update compiles.
+        """
+        if backend.current_backend() != "jax":
+            return state, None
+        import time
+
+        import jax
+
+        state = self.data_parallel.place(
+            jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), state))
+        start = time.perf_counter()
+        self._compiled_update = self._update.lower(
+            state, self.data_parallel.replicate(bank)).compile()
+        return state, time.perf_counter() - start
 
     def update(self, state, bank):
         """One compiled update: ``(state, Metrics)``. Use the returned state only."""
-        return self._update(state, bank)
+        if bank is not self._bank[0]:  # a new bank: copied to every device once
+            self._bank = (bank, self.data_parallel.replicate(bank))
+        update = self._compiled_update or self._update
+        return update(state, self._bank[1])
 
     def collect(self, state, bank):
         """The acting half alone (environment steps and sampling, no learning), compiled:
@@ -104,9 +140,11 @@ class CompiledLoop:
 
         def env_step(carry, _):
             env_state, timestep, seed, episode_return = carry
-            actions, logits, seed = acting.act(self.model, params, timestep.observation,
-                                               seed_generator, seed)
-            env_state, following = environment.step(env_state, actions, bank)
+            with backend.named_scope("acting"):
+                actions, logits, seed = acting.act(self.model, params, timestep.observation,
+                                                   seed_generator, seed)
+            with backend.named_scope("environment"):
+                env_state, following = environment.step(env_state, actions, bank)
             first = following.step_type == FIRST
             last = following.step_type == LAST
             episode_return = keras.ops.where(first, 0.0, episode_return + following.reward)
@@ -133,15 +171,50 @@ class CompiledLoop:
                     keras.ops.sum(first))
         return state, unroll, episodes
 
+    def learn(self, params, optimizer_variables, unroll):
+        """The update's learning: ``(params, optimizer_variables, LossInfo)``.
+
+        With ``learner_minibatches = K > 1`` K gradient steps, one after the other, each on the
+        trajectories of every K-th environment (minibatch ``i``: environments ``i, i + K, ...``,
+        so each spreads across the devices); the LossInfo sums the minibatches' sums, takes the
+        largest reward and the smallest ``finite_parameters`` and averages the rest.
+        """
+        minibatches = self.config.learner_minibatches
+        if minibatches == 1:
+            return self.learner.update(params, optimizer_variables, unroll)
+
+        def split(x):  # [T(+1), B, ...] -> [K, T(+1), B / K, ...]: every K-th environment
+            x = keras.ops.reshape(x, (x.shape[0], x.shape[1] // minibatches, minibatches,
+                                      *x.shape[2:]))
+            return keras.ops.moveaxis(x, 2, 0)
+
+        def step(carry, minibatch):
+            params, optimizer_variables = carry
+            params, optimizer_variables, info = self.learner.update(
+                params, optimizer_variables, Unroll(*minibatch))
+            return (params, optimizer_variables), tuple(info)
+
+        (params, optimizer_variables), infos = backend.scan_over(
+            step, (params, optimizer_variables), tuple(split(x) for x in unroll))
+        infos = LossInfo(*infos)
+        combined = {name: (keras.ops.sum(value, axis=0) if name in _SUMMED else
+                           keras.ops.max(value, axis=0) if name == "reward_max" else
+                           keras.ops.min(value, axis=0) if name == "finite_parameters" else
+                           keras.ops.mean(value, axis=0))
+                    for name, value in infos._asdict().items()}
+        return params, optimizer_variables, LossInfo(**combined)
+
     def _update_fn(self, state, bank):
         state, unroll, episodes = self._unroll(state, bank)
-        params, optimizer_variables, info = self.learner.update(
-            (state["trainable"], state["non_trainable"]), state["optimizer"], unroll)
+        with backend.named_scope("learning"):
+            params, optimizer_variables, info = self.learn(
+                (state["trainable"], state["non_trainable"]), state["optimizer"], unroll)
         state = dict(state, trainable=params[0], non_trainable=params[1],
                      optimizer=optimizer_variables)
-        return state, Metrics(*info, *episodes)
+        return self.data_parallel.constrain(state), Metrics(*info, *episodes)
 
     def _collect_fn(self, state, bank):
         state, _, episodes = self._unroll(state, bank)
         zero = keras.ops.zeros((), "float32")
-        return state, Metrics(zero, zero, zero, zero, zero, *episodes)
+        return self.data_parallel.constrain(state), Metrics(zero, zero, zero, zero, zero,
+                                                            *episodes)

@@ -17,7 +17,8 @@ from keras_relational.progress_bar import ProgressBar, frames_text, training_lin
 class Progress:
     """Accumulates the updates' metrics and reports every ``config.log_interval`` updates.
 
-    Every update redraws the progress bar (updates, frames, frames/s, elapsed time and ETA;
+    The first update's line comes at once, whatever the interval. Every update redraws the
+    progress bar (updates, frames, frames/s, elapsed time and ETA;
     drawn only on a terminal), as the TF-Agents trainer's; the lines are printed above it.
 
     Args:
@@ -59,8 +60,10 @@ class Progress:
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         fps = (step - self._start_step) * self._config.frames_per_step / elapsed
         self._bar.update(step, frames_text(step, self._config.frames_per_step, fps))
+        # The first update of a run (or piece) gets its line whatever the interval: it says
+        # the loop runs, and its time (the first call) stands apart from the steady rate.
         if (step - self._last_step >= self._config.log_interval
-                or step >= self._config.num_iterations):
+                or step == self._start_step + 1 or step >= self._config.num_iterations):
             self._report(step, metrics)
 
     def _report(self, step, metrics):

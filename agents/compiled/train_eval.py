@@ -94,6 +94,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
              f"{config.algorithm}, compiled under {keras.backend.backend()}) on "
              f"{config.env_name} BoxWorld: {config.num_envs} envs x {config.unroll_length} "
              f"steps per update, {config.num_iterations} updates")
+    # Compiled before the first update and timed apart (JAX; TensorFlow compiles in it).
+    state, compile_seconds = compiled.compile(state, banks.bank)
+    if compile_seconds is not None:
+        print_fn(f"compiled the update in {compile_seconds:.1f} s")
 
     eval_writer = without_tensorflow.ScalarWriter(os.path.join(root_dir, "eval"))
     evaluators = {}  # name -> Evaluator (compiled once per run)

@@ -1,0 +1,224 @@
+"""The compiled loop's speed options: learner minibatches, data-parallel devices, the update
+compiled ahead, the first progress line; and the profile and cost-analysis scripts' parsers.
+
+In-process tests run under the suite's backend; the data-parallel equality runs JAX with four
+host devices in a subprocess (XLA_FLAGS must be set before JAX starts).
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_relational.agents.compiled import loop, progress
+from keras_relational.agents.compiled import train_eval as compiled_train_eval
+from keras_relational.agents.compiled.config import CompiledConfig
+from keras_relational.agents.compiled.learning import Unroll, make_optimizer
+from keras_relational.agents.networks import agent_model_fn
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_LEVELS = dict(goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot")
+_MODEL = dict(key_dim=8, mlp_hidden_units=(8,), head_units=(8,), conv_filters=(8, 8))
+
+
+def _benchmark(name):
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(_REPO_ROOT, "benchmarks", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(num_envs=6, learner_minibatches=4), r"`learner_minibatches` \(--learner_minibatches\)"
+     r" to divide `num_envs` \(6\), received learner_minibatches=4"),
+    (dict(learner_minibatches=0), "`learner_minibatches` to be a positive integer"),
+    (dict(num_envs=8, learner_minibatches=2, num_devices=3),
+     r"`num_devices` \(--num_devices\) to divide .* received num_devices=3"),
+    (dict(dtype_policy="bfloat17"), "dtype_policy"),
+])
+def test_config_rejects_bad_speed_options_naming_the_flag(fields, message):
+    with pytest.raises(ValueError, match=message):
+        CompiledConfig(**fields)
+
+
+def _loop(learner_minibatches, num_envs=4):
+    config = compiled_train_eval.make_config(
+        env_kwargs=dict(_LEVELS, max_steps=2), num_envs=num_envs, unroll_length=3,
+        model_kwargs=_MODEL, learner_minibatches=learner_minibatches, reward_scale=0.1)
+    environment = compiled_train_eval.tensor_environment(config.environment)
+    spec = environment.observation_spec()
+    keras.utils.set_random_seed(0)
+    model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
+                           **config.model_kwargs)()
+    compiled = loop.CompiledLoop(environment, model, make_optimizer("adam", 1e-2), config)
+    bank = environment.level_bank(config.levels_per_bank, seed=0)
+    return compiled, compiled.initial_state(bank), bank
+
+
+def _numpy(values):
+    return [keras.ops.convert_to_numpy(v) for v in values]
+
+
+def test_one_learner_minibatch_is_the_learners_update_on_the_whole_unroll():
+    compiled, state, bank = _loop(learner_minibatches=1)
+    _, unroll, _ = compiled._unroll(state, bank)
+    params = (state["trainable"], state["non_trainable"])
+    (trainable, _), _, info = compiled.learn(params, state["optimizer"], unroll)
+    (expected, _), _, expected_info = compiled.learner.update(params, state["optimizer"], unroll)
+    for got, want in zip(_numpy(trainable), _numpy(expected), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(info.loss),
+                                  keras.ops.convert_to_numpy(expected_info.loss))
+
+
+def test_learner_minibatches_are_steps_on_every_kth_environment_in_turn():
+    compiled, state, bank = _loop(learner_minibatches=2)
+    _, unroll, _ = compiled._unroll(state, bank)
+    params, optimizer = (state["trainable"], state["non_trainable"]), state["optimizer"]
+    (trainable, _), _, info = compiled.learn(params, optimizer, unroll)
+
+    expected_params, expected_optimizer, losses = params, optimizer, []
+    for i in range(2):  # minibatch i: environments i, i + 2
+        minibatch = Unroll(*(keras.ops.convert_to_numpy(x)[:, i::2] for x in unroll))
+        expected_params, expected_optimizer, step_info = compiled.learner.update(
+            expected_params, expected_optimizer, minibatch)
+        losses.append(float(keras.ops.convert_to_numpy(step_info.loss)))
+    for got, want in zip(_numpy(trainable), _numpy(expected_params[0]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(info.loss)), sum(losses),
+                               rtol=1e-5)
+    # Two steps differ from one step on the whole unroll.
+    (one_step, _), _, _ = compiled.learner.update(params, optimizer, unroll)
+    assert not all(np.allclose(a, b) for a, b in zip(_numpy(trainable), _numpy(one_step),
+                                                     strict=True))
+
+
+def test_more_devices_than_there_are_is_an_error_naming_the_flag():
+    config = compiled_train_eval.make_config(env_kwargs=_LEVELS, num_envs=4, unroll_length=3,
+                                             model_kwargs=_MODEL, num_devices=4)
+    environment = compiled_train_eval.tensor_environment(config.environment)
+    spec = environment.observation_spec()
+    model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
+                           **config.model_kwargs)()
+    with pytest.raises(ValueError, match=r"num_devices.*--num_devices"):
+        loop.CompiledLoop(environment, model, make_optimizer("adam", 1e-3), config)
+
+
+class _Writer:
+    def scalars(self, step, values):
+        pass
+
+
+def test_the_first_update_gets_a_progress_line_whatever_the_interval():
+    config = CompiledConfig(num_envs=2, unroll_length=3, num_iterations=25, log_interval=10)
+    lines = []
+    record = progress.Progress(config, 0, _Writer(), _Writer(), lines.append)
+    metrics = loop.Metrics(*(np.float32(1.0) for _ in loop.Metrics._fields))
+    for step in range(1, 26):
+        record.record(step, metrics, 0.0, 0.0)
+    assert [entry["step"] for entry in record.history] == [1, 11, 21, 25]
+    assert len(lines) == 4
+
+
+def test_kernel_counts_and_scopes_read_from_hlo_text():
+    hlo = "\n".join([
+        "%fused_computation (param_0: f32[4,8]) -> f32[4,8] {",
+        "  %param_0 = f32[4,8]{1,0} parameter(0)",
+        '  ROOT %tanh.2 = f32[4,8]{1,0} tanh(%param_0), metadata={op_name="f/acting/tanh"}',
+        "}",
+        "",
+        "ENTRY %main.1 (a: f32[4,8], b: f32[8,8]) -> (f32[4,8], f32[4,8]) {",
+        "  %a = f32[4,8]{1,0} parameter(0)",
+        "  %b = f32[8,8]{1,0} parameter(1)",
+        '  %dot.1 = f32[4,8]{1,0} dot(%a, %b), metadata={op_name="jit(f)/learning/dot"}',
+        "  %tanh_fusion = f32[4,8]{1,0} fusion(%dot.1), kind=kLoop, calls=%fused_computation, "
+        'metadata={op_name="jit(f)/while/body/acting/tanh"}',
+        "  ROOT %tuple.3 = (f32[4,8]{1,0}, f32[4,8]{1,0}) tuple(%dot.1, %tanh_fusion)",
+        "}"])
+    counts = _benchmark("update_cost_analysis").kernel_counts(hlo)
+    assert counts == dict(fusions=1, kernels=2, instructions=5)
+    parts = _benchmark("profile_update").scope_of_ops(hlo)
+    assert parts["dot.1"] == "learning" and parts["tanh_fusion"] == "acting"
+
+
+_DATA_PARALLEL = textwrap.dedent("""
+    import json, sys
+    import jax, keras
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from test_compiled_speed_options import _LEVELS, _MODEL
+    from keras_relational.agents.compiled import loop
+    from keras_relational.agents.compiled import train_eval
+    from keras_relational.agents.compiled.learning import make_optimizer
+    from keras_relational.agents.networks import agent_model_fn
+
+    def run(num_devices, learner_minibatches):
+        config = train_eval.make_config(env_kwargs=dict(_LEVELS, max_steps=3), num_envs=8,
+                                        unroll_length=4, model_kwargs=_MODEL,
+                                        num_devices=num_devices,
+                                        learner_minibatches=learner_minibatches)
+        environment = train_eval.tensor_environment(config.environment)
+        spec = environment.observation_spec()
+        keras.utils.set_random_seed(0)
+        model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
+                               **config.model_kwargs)()
+        compiled = loop.CompiledLoop(environment, model, make_optimizer("adam", 1e-2), config)
+        bank = environment.level_bank(config.levels_per_bank, seed=0)
+        state, seconds = compiled.compile(compiled.initial_state(bank), bank)
+        losses = []
+        for _ in range(3):
+            state, metrics = compiled.update(state, bank)
+            losses.append(float(metrics.loss))
+        shards = len(state["timestep"].observation.sharding.device_set)
+        return [np.asarray(w) for w in state["trainable"]], losses, shards
+
+    report = dict(devices=len(jax.devices()))
+    for minibatches in (1, 2):
+        one, one_losses, one_shards = run(1, minibatches)
+        four, four_losses, four_shards = run(4, minibatches)
+        report[minibatches] = dict(
+            shards=[one_shards, four_shards], losses=[one_losses, four_losses],
+            weight_error=max(float(np.abs(a - b).max()) for a, b in zip(one, four)),
+            weight_scale=max(float(np.abs(a).max()) for a in one))
+    print(json.dumps(report))
+""")
+
+
+@pytest.mark.slow  # a fresh JAX process with four host devices, compiling four loops
+def test_four_devices_learn_as_one_device_with_all_the_environments():
+    script = _DATA_PARALLEL.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=_REPO_ROOT, capture_output=True, text=True,
+        timeout=900, env=dict(os.environ, KERAS_BACKEND="jax",
+                              XLA_FLAGS="--xla_force_host_platform_device_count=4"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["devices"] == 4
+    for minibatches in ("1", "2"):
+        case = report[minibatches]
+        assert case["shards"] == [1, 4], case
+        np.testing.assert_allclose(case["losses"][1], case["losses"][0], rtol=1e-4, atol=1e-4)
+        assert case["weight_error"] < 1e-4 * max(case["weight_scale"], 1.0), case
+
+
+@pytest.mark.slow  # a fresh JAX process compiling and tracing a tiny update
+def test_profile_update_smoke_writes_a_summary(tmp_path):
+    output = str(tmp_path / "profile")
+    done = subprocess.run(
+        [sys.executable, "benchmarks/profile_update.py", "--smoke", "--updates=2",
+         f"--output={output}"], cwd=_REPO_ROOT, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, KERAS_BACKEND="jax"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(output + ".json") as f:
+        result = json.load(f)
+    assert result["updates"] == 2 and result["compile_seconds"] > 0
+    assert result["kernel_events"] > 0 and result["top_kernels"]
+    assert result["parts"]["learning"]["microseconds"] > 0
+    assert os.path.getsize(output + ".md") < 2**20 and os.path.getsize(output + ".json") < 2**20
