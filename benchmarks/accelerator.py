@@ -4,14 +4,20 @@
 
 For each layer at the papers' sizes and each paper's whole model (``benchmarks/paper_models.py``):
 one Keras train step (Adam, mean squared error against random targets of the output shapes) in
-float32 and under ``mixed_bfloat16``, with ``jit_compile=True`` (XLA) and ``False`` (JAX op by
-op). The FLOPs of a step are XLA's cost analysis of the compiled loss gradient
+float32 and under ``mixed_bfloat16``, with ``jit_compile=True`` (XLA) and, on a CPU, ``False``
+(JAX op by op: on a GPU those steps are launch-bound, 24-36 times the XLA step in the first H200
+session, and say little; ``--op_by_op=yes`` times them anyway). The FLOPs of a step are XLA's
+cost analysis of the compiled loss gradient
 (``jax.jit(grad).lower(...).compile().cost_analysis()``; the optimizer update, a few FLOPs per
 weight, is left out); the achieved FLOP/s is that over the XLA step time, and its share of the
 device's matmul rate measured in the same run (a square matmul, per dtype, at JAX's default
-precision). Writes ``benchmarks/results/accelerator_<device>.{json,md}``, naming the device and
-the machine's load. ``--quick`` (fewer repeats, the main models, op by op for the layers only,
-and a time budget) fits in 5 minutes on an H100.
+precision), per row. On a GPU the batch fills the device (``GPU_BATCH``: 1,024 examples a layer
+step, 256 a model step, unless ``--batch``); every row reports its batch and its compile seconds.
+With ``--time_budget`` every row gets an equal share of what is left when it starts: its timed
+steps stop at the end of its share (after one at least), and rows that start past the budget are
+listed as skipped. A row that fails (out of device memory, say) is listed with its error. Writes
+``benchmarks/results/accelerator_<device>.{json,md}``, naming the device and the machine's load.
+``--quick``: fewer repeats, the main models, op by op for the layers only, a 240 s budget.
 """
 
 import argparse
@@ -30,6 +36,9 @@ from benchmarks import paper_models, results_io  # noqa: E402
 POLICIES = ("float32", "mixed_bfloat16")
 _QUICK_MODELS = ("relational_agent", "simplicial_agent", "relations_game[predinet]", "tpr_rnn",
                  "atari_predinet_agent")
+# Batches on a GPU: the papers' batches (32 and less) leave an H200 launch-bound (the first H200
+# session: RelationalBlock N = 196 at batch 32 ran at 0.29 % of the float32 matmul rate).
+GPU_BATCH = {"layer": 1024, "model": 256}
 
 
 def layers(batch):
@@ -104,18 +113,23 @@ def _step_flops(model, inputs, targets):
     return float(cost.get("flops", float("nan"))) if cost else float("nan")
 
 
-def _time_steps(model, inputs, targets, jit_compile, warmup, repeats):
+def _time_steps(model, inputs, targets, jit_compile, warmup, repeats, deadline=float("inf")):
+    """``(median step seconds, seconds of the first step: compilation, timed steps)``; the timed
+    steps stop at ``deadline`` (``time.perf_counter``), after one at least."""
     import keras
 
     model.compile(optimizer=keras.optimizers.Adam(1e-4), loss="mse", jit_compile=jit_compile)
-    for _ in range(warmup):  # compilation
+    start = time.perf_counter()
+    model.train_on_batch(inputs, targets)  # compiles; returns the loss as a float: synchronises
+    compile_s = time.perf_counter() - start
+    for _ in range(warmup - 1):
         model.train_on_batch(inputs, targets)
     times = []
-    for _ in range(repeats):
+    while len(times) < repeats and (not times or time.perf_counter() < deadline):
         start = time.perf_counter()
-        model.train_on_batch(inputs, targets)  # returns the loss as a float: synchronises
+        model.train_on_batch(inputs, targets)
         times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return float(np.median(times)), compile_s, len(times)
 
 
 def matmul_rate(size, dtype, repeats):
@@ -145,63 +159,74 @@ def device_name():
         re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-"))
 
 
-def run(entries, args, deadline):
+def run(entries, args, deadline, matmul, op_by_op):
+    """The rows: per entry ``(name, kind, build(), make_inputs(), batch)``, per policy, XLA and
+    (``op_by_op``) op by op; each row within its share of the time left to ``deadline``."""
     import keras
 
     from keras_relational.models import precision
 
+    configurations = [(entry, policy, jit) for entry in entries for policy in POLICIES
+                      for jit in (True, False)
+                      if jit or (op_by_op and not (args.quick and entry[1] == "model"))]
     rows = []
-    for name, kind, build, make_inputs in entries:
-        for policy in POLICIES:
-            for jit in (True, False):
-                if not jit and args.quick and kind == "model":
-                    continue
-                if time.perf_counter() > deadline:
-                    rows.append({"name": name, "kind": kind, "policy": policy, "xla": jit,
-                                 "skipped": "time budget"})
-                    continue
-                keras.utils.set_random_seed(0)
-                with precision.dtype_policy_scope(policy):
-                    model = build()
-                inputs = make_inputs()
-                targets = _targets(model, inputs)
-                row = {"name": name, "kind": kind, "policy": policy, "xla": jit,
-                       "params": int(model.count_params())}
-                row["step_s"] = _time_steps(model, inputs, targets, jit, args.warmup,
-                                            args.repeats)
-                if jit:
-                    row["flops"] = _step_flops(model, inputs, targets)
-                print(row, flush=True)
-                rows.append(row)
+    for i, ((name, kind, build, make_inputs, batch), policy, jit) in enumerate(configurations):
+        row = {"name": name, "kind": kind, "policy": policy, "xla": jit, "batch": batch}
+        now = time.perf_counter()
+        if now > deadline:
+            rows.append(dict(row, skipped="time budget"))
+            continue
+        row_deadline = now + (deadline - now) / (len(configurations) - i)
+        try:
+            keras.utils.set_random_seed(0)
+            with precision.dtype_policy_scope(policy):
+                model = build()
+            inputs = make_inputs()
+            targets = _targets(model, inputs)
+            row["params"] = int(model.count_params())
+            row["step_s"], row["compile_s"], row["steps_timed"] = _time_steps(
+                model, inputs, targets, jit, args.warmup, args.repeats, row_deadline)
+            if jit:
+                start = time.perf_counter()
+                row["flops"] = _step_flops(model, inputs, targets)
+                row["compile_s"] += time.perf_counter() - start  # the cost analysis compiles
+                rate = matmul["bfloat16" if "bfloat16" in policy else "float32"]
+                row["matmul_fraction"] = row["flops"] / row["step_s"] / rate
+        except Exception as error:  # out of device memory, say: the other rows still run
+            row = dict(row, failed=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
+        print(row, flush=True)
+        rows.append(row)
     return rows
 
 
 def _markdown(result):
-    lines = [f"Device: **{result['device']}**, Keras backend {result['backend']}, batch "
-             f"{result['batch']}, median of {result['repeats']} steps after {result['warmup']} "
-             f"warm-up; load average at the start {result['load_start']}, at the end "
-             f"{result['load_end']}.", "",
+    lines = [f"Device: **{result['device']}**, Keras backend {result['backend']}, median of up "
+             f"to {result['repeats']} steps (within each row's share of the time budget) after "
+             f"{result['warmup']} warm-up; load average at the start {result['load_start']}, at "
+             f"the end {result['load_end']}. Compile: each row's first step and XLA's cost "
+             f"analysis, {result['compile_seconds']:.1f} s in all.", "",
              "Measured matmul rate ([n, n] @ [n, n], n = "
              f"{result['matmul_size']}): " + ", ".join(
                  f"{d}: {r / 1e12:.3g} TFLOP/s" for d, r in result["matmul_flops_per_s"].items()),
-             "", "| layer / model | policy | XLA | step (ms) | GFLOP / step | TFLOP/s | "
-             "% of matmul rate | params |", "|---|---|---|---|---|---|---|---|"]
+             "", "| layer / model | policy | XLA | batch | step (ms) | GFLOP / step | TFLOP/s | "
+             "% of matmul rate | compile (s) | params |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
-        if "skipped" in row:
-            lines.append(f"| {row['name']} | {row['policy']} | {'yes' if row['xla'] else 'no'} | "
-                         f"skipped: "
-                         f"{row['skipped']} | | | | |")
+        head = (f"| {row['name']} | {row['policy']} | {'yes' if row['xla'] else 'no'} | "
+                f"{row['batch']} | ")
+        if "skipped" in row or "failed" in row:
+            why = f"skipped: {row['skipped']}" if "skipped" in row else f"failed: {row['failed']}"
+            lines.append(head + why.replace("|", "/") + " | | | | | |")
             continue
         flops = row.get("flops")
         rate = flops / row["step_s"] if flops else None
         matmul = result["matmul_flops_per_s"]["bfloat16" if "bfloat16" in row["policy"]
                                               else "float32"]
         lines.append(
-            f"| {row['name']} | {row['policy']} | {'yes' if row['xla'] else 'no'} | "
-            f"{row['step_s'] * 1e3:.3g} | {flops / 1e9:.3g} | {rate / 1e12:.3g} | "
-            f"{100 * rate / matmul:.2g} | {row['params']:,} |" if rate else
-            f"| {row['name']} | {row['policy']} | {'yes' if row['xla'] else 'no'} | "
-            f"{row['step_s'] * 1e3:.3g} | | | | {row['params']:,} |")
+            head + f"{row['step_s'] * 1e3:.3g} | {flops / 1e9:.3g} | {rate / 1e12:.3g} | "
+            f"{100 * rate / matmul:.2g} | {row['compile_s']:.1f} | {row['params']:,} |" if rate
+            else head + f"{row['step_s'] * 1e3:.3g} | | | | {row['compile_s']:.1f} | "
+            f"{row['params']:,} |")
     times = {(r["name"], r["policy"], r["xla"]): r["step_s"] for r in result["rows"]
              if "step_s" in r}
     lines += ["", "bfloat16 speed-up (float32 step time / mixed_bfloat16 step time, XLA):", "",
@@ -217,7 +242,11 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="5 repeats, the main models, a 240 s budget")
     parser.add_argument("--only", default="", help="comma-separated layer/model names")
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=None,
+                        help="examples a step, every row (default: 32 on a CPU, GPU_BATCH on a "
+                        "GPU)")
+    parser.add_argument("--op_by_op", choices=("auto", "yes", "no"), default="auto",
+                        help="also time op-by-op steps (jit_compile=False); auto: on a CPU only")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--matmul_size", type=int, default=None,
@@ -242,10 +271,15 @@ def main(argv=None):
     matmul = {dtype: matmul_rate(size, dtype, max(3, args.repeats))
               for dtype in ("float32", "bfloat16")}
     print({"matmul_flops_per_s": matmul}, flush=True)
-    batch = args.batch
-    entries = [(name, "layer", (lambda m=make, x=x: _as_model(m, x)), (lambda x=x: x))
-               for name, make, x in layers(batch)]
-    entries += [(name, "model", build, (lambda f=make_inputs: f(np.random.RandomState(0), batch)))
+    if args.batch is not None and args.batch < 1:
+        raise SystemExit(f"--batch: expected at least 1, received {args.batch}")
+    batches = {kind: args.batch or (GPU_BATCH[kind] if on_gpu else 32) for kind in GPU_BATCH}
+    op_by_op = args.op_by_op == "yes" or (args.op_by_op == "auto" and not on_gpu)
+    entries = [(name, "layer", (lambda m=make, x=x: _as_model(m, x)), (lambda x=x: x),
+                batches["layer"]) for name, make, x in layers(batches["layer"])]
+    entries += [(name, "model", build, (lambda f=make_inputs: f(np.random.RandomState(0),
+                                                                 batches["model"])),
+                 batches["model"])
                 for name, build, make_inputs in paper_models.models()
                 if not args.quick or name in _QUICK_MODELS]
     only = [n for n in args.only.split(",") if n]
@@ -253,13 +287,15 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"--only: unknown names {unknown}; known: {[e[0] for e in entries]}")
     entries = [e for e in entries if not only or e[0] in only]
-    rows = run(entries, args, start + budget)
+    rows = run(entries, args, start + budget, matmul, op_by_op)
     device, slug = device_name()
     result = {"device": device, "backend": "jax", "jax": jax.__version__,
-              "keras": keras.__version__, "batch": batch, "repeats": args.repeats,
+              "keras": keras.__version__, "batches": batches, "op_by_op": op_by_op,
+              "repeats": args.repeats,
               "warmup": args.warmup, "matmul_size": size, "matmul_flops_per_s": matmul,
               "load_start": load_start, "load_end": [round(x, 2) for x in os.getloadavg()],
               "cpu_count": os.cpu_count(), "wall_s": round(time.perf_counter() - start, 1),
+              "compile_seconds": round(sum(r.get("compile_s", 0) for r in rows), 1),
               "rows": rows}
     path = os.path.join(args.output_dir, f"accelerator_{slug}")
     results_io.write_json(path + ".json", result)

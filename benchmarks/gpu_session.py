@@ -1,50 +1,66 @@
-r"""One command for a GPU session: install, measure, train a piece of the long run, pack it all.
+r"""One command for a GPU session: install, measure, profile, train a piece of a queued run.
 
-    python3 benchmarks/gpu_session.py --out=$OUT --budget_seconds=540 --wheels=gpu_wheels \
-        [--parts=lane,accelerator,env_speed,loop_speed,simplicial,predinet,long_run] \
-        [--resume_archive=benchmarks/results/runs/zambaldi_fig3_relational.tar.gz]
+    python3 benchmarks/gpu_session.py --out=$OUT --wheels=gpu_wheels --plan=measure
+    python3 benchmarks/gpu_session.py --out=$OUT --wheels=gpu_wheels --plan=train
+    python3 benchmarks/gpu_session.py --plan=measure --plan_only     # what fits, from the costs
 
 For a machine lent for minutes (docs/contributing.md, "A GPU session in one command"): it installs
 the carried wheels and the package into ``--site`` (``pip install --no-index --no-deps --target``;
 without pip, the wheels are unzipped and the package folders copied), asks the device what it is,
 then runs each part in priority order as a subprocess (``python -P``, ``KERAS_BACKEND=jax``,
 ``PYTHONPATH=<site>:benchmarks``) under its own time box, from a plan fixed at the start that fits
-``--budget_seconds``:
+``--budget_seconds`` (default 540, at most 590):
 
-==============  ===========================================================================
-part            what it runs (results in benchmarks/results/, ``<suffix>`` "gpu" on a GPU)
-==============  ===========================================================================
-lane            ``pytest -m accelerator tests/test_accelerator.py``; tests not started in its
-                time box are skipped and counted apart (``accelerator_lane_<suffix>.md``)
-accelerator     ``benchmarks/accelerator.py --quick --time_budget=...``
-env_speed       ``benchmarks/tensor_boxworld_speed.py``, JAX, 1 to 65,536 levels, level sources
-loop_speed      ``benchmarks/compiled_loop_speed.py``: the compiled trainer at
-                ``zambaldi_fig3_relational``'s settings, ``--level_source=device``, 256, 1,024
-                and 4,096 environments
-simplicial      ``benchmarks/sequence_simplicial_speed.py --dtype=bfloat16 --batch=8`` up to
-                N = 16,384, within a time budget
-predinet        ``benchmarks/reproduce_predinet.py --mode=table1 --centrals=relation_net
-                --retrain_capped``: RN's Table 1 cells at 100,000 batches (the CPU's time cap
-                stopped them at 10,000-20,000), resumed from the committed
-                ``predinet_table1.json``; ``--predinet_cells`` cells at most a box (default
-                1), each capped at its share (``--predinet_flags`` replaces the cells' flags;
-                with ``--mode=curricula`` among them, RN's transfer curricula, the four stages
-                sharing a cell's share); writes the whole
-                ``predinet_table1.{md,json}``
-long_run        one piece of ``train_boxworld --trainer=compiled --preset=...`` (default
-                ``zambaldi_fig3_relational``), resumed from ``--resume_archive``; it takes what
-                the other parts leave, stops cleanly with ``--max_seconds`` and is packed as
-                ``<run name>.tar.gz``
-==============  ===========================================================================
+==================  =======================================================================
+part                what it runs (results in benchmarks/results/, ``<suffix>`` "gpu" on a GPU)
+==================  =======================================================================
+lane_layers         ``pytest -m accelerator tests/test_accelerator.py``, one group of tests a
+lane_16bit          part (float32 layers on GPU vs CPU; the layers' 16-bit paths; one jit fit
+lane_models         step of each paper's model); tests not started in its box are skipped and
+                    counted apart (``accelerator_lane_<group>_<suffix>.md``); ``lane`` in
+                    ``--parts`` names all three
+accelerator         ``benchmarks/accelerator.py --time_budget=...``: XLA rows only on a GPU, at
+                    batches that fill it, each row within its share of the budget
+env_speed           ``benchmarks/tensor_boxworld_speed.py``, JAX, 1 to 65,536 levels
+loop_speed          ``benchmarks/compiled_loop_speed.py``: the compiled trainer at
+                    ``zambaldi_fig3_relational``'s settings, ``--level_source=device``, 256,
+                    1,024, 4,096 and 16,384 environments, one process and box each
+simplicial          ``benchmarks/sequence_simplicial_speed.py --dtype=bfloat16 --batch=8`` up to
+                    N = 16,384, within a time budget
+simplicial_kernel   ``benchmarks/simplicial_kernel_speed.py`` up to N = 16,384, within a budget
+profile             ``benchmarks/profile_update.py``: a ``jax.profiler`` trace of a few compiled
+                    updates of the trainer, summarised as text (top kernels, the time split,
+                    host gaps, compile seconds, peak memory)
+predinet            ``benchmarks/reproduce_predinet.py --mode=table1 --centrals=relation_net
+                    --retrain_capped``: RN's Table 1 cells at 100,000 batches, resumed from the
+                    committed ``predinet_table1.json`` (``--predinet_cells``, ``--predinet_flags``)
+long_run            one piece of ``train_boxworld --trainer=compiled --preset=...`` resumed from
+                    ``--resume_archive``; takes what the other parts leave
+queue               one piece of the first unfinished job of ``--queue``
+                    (``benchmarks/gpu_queue.json``), continued from its archive in
+                    ``--runs_dir`` (``benchmarks/results/runs/<job>.tar.gz``); takes what the
+                    other parts leave
+==================  =======================================================================
+
+The named plans (``--plan``): ``measure`` (the whole lane, the accelerator, env and loop sweeps,
+both simplicial sweeps, a profile) and ``train`` (a profile, then a queue piece with the rest).
+
+Sizing: each part's box comes from the cost table ``--costs`` (``benchmarks/gpu_costs.json``:
+seconds measured on the H200 per part, from earlier sessions' ``session.json``); a part whose
+cost is unknown gets its nominal box (the plan says which). Parts that size their own work (a
+time budget) shrink towards their smallest useful box when the budget is short; the others (the
+lane, env_speed) keep theirs; a part never starts unless its smallest useful box fits, and the
+lowest-priority parts are dropped first. ``--update_costs=SESSION_JSON`` folds a session's
+measured seconds into the table and exits.
 
 A part that overruns its box is stopped (SIGINT, then SIGKILL) and the session goes on; whatever a
 part wrote is kept. After every part ``--out`` is brought up to date, so the command always ends
-before ``--budget_seconds`` (at most 590) and always returns what it has, in at most 5 files:
-``session.json`` (device, plan, per part: command, exit code, seconds, results files),
-``summary.md`` (the plan's outcome and every results table), ``logs.txt`` (the tail of each
-part's log), ``results.tar.gz`` (the results files as ``benchmarks/results/...``: unpack in the
-repository root) and the long run's ``<run name>.tar.gz`` (its newest checkpoint, learning curve,
-``result.json`` and ``gpu_session_run.json``: the run's fixed settings and its pieces).
+before ``--budget_seconds`` and always returns what it has, in at most 5 files: ``session.json``
+(device, plan, per part: command, exit code, seconds, results files), ``summary.md`` (the plan's
+outcome and every results table), ``logs.txt`` (the tail of each part's log), ``results.tar.gz``
+(the results files as ``benchmarks/results/...``: unpack in the repository root) and the run's
+``<run name>.tar.gz`` (its newest checkpoint, learning curve, ``result.json`` and
+``gpu_session_run.json``: the run's fixed settings and its pieces).
 
 ``--smoke`` runs the same plan at tiny sizes and seconds on the CPU (the test of this script;
 without ``--wheels`` it uses the running interpreter's packages). ``--plan_only`` prints the plan.
@@ -57,6 +73,7 @@ import argparse
 import configparser
 import datetime
 import json
+import math
 import os
 import re
 import shlex
@@ -72,20 +89,54 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-PARTS = ("lane", "accelerator", "env_speed", "loop_speed", "simplicial", "predinet", "long_run")
+PARTS = ("lane_layers", "lane_16bit", "lane_models", "accelerator", "env_speed", "loop_speed",
+         "simplicial", "simplicial_kernel", "profile", "predinet", "long_run", "queue")
+ALIASES = {"lane": ("lane_layers", "lane_16bit", "lane_models")}
+TAKES_THE_REST = ("long_run", "queue")  # at most one a session: the last part, with what is left
+# The named plans, in priority order (the order they run in).
+PLANS = {"measure": ("lane_layers", "lane_16bit", "lane_models", "accelerator", "profile",
+                     "loop_speed", "env_speed", "simplicial", "simplicial_kernel"),
+         "train": ("profile", "queue")}
+# The lane's groups: the test function each part runs (tests/test_accelerator.py), and the
+# seconds before the end of its box after which no test starts (the longest test seen, 21.8 s of
+# SimplicialAttention[virtual]'s 16-bit case, must end in the box; the report follows).
+LANE_MARGIN = {"lane_layers": 10, "lane_16bit": 25, "lane_models": 20}
+LANE_TESTS = {"lane_layers": "test_layer_forward_and_backward_on_gpu_match_cpu",
+              "lane_16bit": "test_layer_16bit_paths_on_gpu_are_finite",
+              "lane_models": "test_paper_model_jit_fit_step_on_gpu"}
 MAX_BUDGET = 590  # a device command runs at most 600 s
-# (nominal box, smallest box worth running), seconds, on a GPU and in --smoke.
-BOXES = {"lane": (150, 60), "accelerator": (120, 60), "env_speed": (180, 100),
-         "loop_speed": (300, 100), "simplicial": (90, 60), "predinet": (420, 200),
-         "long_run": (None, 150)}
-SMOKE_BOXES = {"lane": (60, 20), "accelerator": (60, 20), "env_speed": (90, 30),
-               "loop_speed": (120, 40), "simplicial": (60, 20), "predinet": (90, 40),
-               "long_run": (None, 40)}
-SETUP_RESERVE = {"wheels": 60, "none": 25, "smoke": 15}  # install + asking the device
+# (nominal box, smallest box worth running), seconds, on a GPU and in --smoke. The nominal box
+# stands for a part whose cost the cost table does not know.
+BOXES = {"lane_layers": (55, 55), "lane_16bit": (100, 100), "lane_models": (85, 85),
+         "accelerator": (50, 30), "env_speed": (95, 95), "loop_speed": (80, 60),
+         "simplicial": (40, 20), "simplicial_kernel": (40, 20), "profile": (45, 35),
+         "predinet": (420, 200), "long_run": (None, 150), "queue": (None, 150)}
+# The smoke's boxes are upper bounds for a loaded 2-core CPU: each part is a fresh process that
+# imports Keras and JAX (and TensorFlow, where installed, in pytest's conftest) and compiles a
+# tiny model, and ends long before its box on an idle machine.
+SMOKE_BOXES = {"lane_layers": (60, 60), "lane_16bit": (60, 60), "lane_models": (60, 60),
+               "accelerator": (60, 30), "env_speed": (45, 45), "loop_speed": (60, 45),
+               "simplicial": (45, 20), "simplicial_kernel": (45, 20), "profile": (60, 30),
+               "predinet": (90, 40), "long_run": (None, 60), "queue": (None, 60)}
+# Parts whose work is fixed (no time budget of their own): their smallest box is their need.
+FIXED_WORK = ("lane_layers", "lane_16bit", "lane_models", "env_speed")
+# What each part runs, as a version: a cost measured for another version does not apply. Bump a
+# part's number when its command's work changes.
+WORK = {"setup": 1, "lane_layers": 1, "lane_16bit": 1, "lane_models": 1, "accelerator": 2,
+        "env_speed": 1, "loop_speed": 2, "simplicial": 1, "simplicial_kernel": 1, "profile": 1,
+        "predinet": 1, "long_run": 1, "queue": 1}
+COSTS = os.path.join(HERE, "gpu_costs.json")
+QUEUE = os.path.join(HERE, "gpu_queue.json")
+RUNS = os.path.join(HERE, "results", "runs")
+# A measured cost becomes a box of cost * COST_MARGIN + COST_SLACK seconds (run to run spread,
+# the process's start).
+COST_MARGIN, COST_SLACK = 1.15, 5
+SETUP_RESERVE = {"wheels": 60, "none": 25, "smoke": 15}  # install + asking the device (nominal)
 FINAL_RESERVE = 10  # the last writes to --out
 GRACE = 5  # between SIGINT and SIGKILL when a part overruns
-# The long run: the process's start before its training loop, and its end after it (checkpoint,
-# evaluation, export), on a GPU and in --smoke; --max_seconds is the rest of the box.
+# A Box-World piece: the process's start before its training loop, and its end after it
+# (checkpoint, evaluation, export), on a GPU and in --smoke, while the cost table does not know
+# it (``overhead_seconds`` of ``long_run``); --max_seconds is the rest of the box.
 LONG_RUN_ALLOWANCE = {"gpu": (45, 75), "smoke": (25, 15)}
 SMOKE_TRAIN_SECONDS = 3  # the smoke's training loop: a first update or two
 RUN_META = "gpu_session_run.json"
@@ -112,6 +163,16 @@ LONG_RUN_FLAGS = {"gpu": ["--level_source=device"],
 PIECE_FLAGS = {"gpu": ["--eval_episodes=256", "--eval_num_envs=256", "--test_presets=",
                        "--checkpoint_interval=100"],
                "smoke": ["--eval_episodes=0", "--test_presets=", "--checkpoint_interval=1"]}
+# The queue's jobs: a Box-World run, or a reproduction script resumed from its results file
+# (the module, and its flag capping one run's minutes).
+JOB_KINDS = ("boxworld", "reproduce_tpr_babi", "reproduce_predinet")
+REPRODUCE = {"reproduce_tpr_babi": ("benchmarks.reproduce_tpr_babi", "--max_minutes"),
+             "reproduce_predinet": ("benchmarks.reproduce_predinet", "--max_minutes_per_cell")}
+REPRODUCE_OVERHEAD = {"gpu": 60, "smoke": 20}  # seconds of a piece outside its runs' caps
+# The loop sweep (loop_speed): one process and box per number of environments, the box split in
+# these proportions (the larger batches compile and start longer).
+LOOP_ENVS = {"gpu": (256, 1024, 4096, 16384), "smoke": (2,)}
+LOOP_SHARES = {256: 1, 1024: 1, 4096: 1.25, 16384: 1.5, 2: 1}
 _PROBE = """
 import json, platform, sys
 import jax, keras, numpy
@@ -150,10 +211,17 @@ def parse_args(argv=None):
                         help="a folder of wheels to install (benchmarks/gpu_wheels.sh); without "
                         "it the running interpreter's packages are used")
     parser.add_argument("--site", default="/tmp/site", help="where --wheels are installed")
-    parser.add_argument("--parts", default=",".join(PARTS),
-                        help=f"comma-separated, run in the order {','.join(PARTS)}")
+    parser.add_argument("--plan", default=None, choices=sorted(PLANS),
+                        help="a named plan: " + "; ".join(f"{name}: {','.join(parts)}"
+                                                          for name, parts in PLANS.items()))
+    parser.add_argument("--parts", default=None,
+                        help=f"comma-separated, run in the order {','.join(PARTS)} ('lane': "
+                        f"{','.join(ALIASES['lane'])}); default: the measure plan's")
     parser.add_argument("--boxes", default="",
-                        help="comma-separated PART=SECONDS overriding the nominal time boxes")
+                        help="comma-separated PART=SECONDS overriding the boxes of the plan")
+    parser.add_argument("--costs", default=COSTS, help="the cost table (JSON)")
+    parser.add_argument("--update_costs", default=None, metavar="SESSION_JSON",
+                        help="fold a GPU session's session.json into --costs, then exit")
     parser.add_argument("--resume_archive", default=None,
                         help="a long run's .tar.gz from an earlier session: the piece continues it")
     parser.add_argument("--run_name", default=None,
@@ -166,6 +234,10 @@ def parse_args(argv=None):
     parser.add_argument("--piece_flags", default=None,
                         help="train_boxworld flags for this piece only (default: "
                         f"{' '.join(PIECE_FLAGS['gpu'])})")
+    parser.add_argument("--queue", default=QUEUE, help="the queue of long jobs (JSON)")
+    parser.add_argument("--runs_dir", default=None,
+                        help="where the queue's archives are (<job name>.tar.gz; default "
+                        "benchmarks/results/runs; in --smoke none: every job starts afresh)")
     parser.add_argument("--predinet_flags", default=None,
                         help="reproduce_predinet flags for the predinet part (default: "
                         f"{' '.join(PREDINET_FLAGS['gpu'])})")
@@ -176,6 +248,8 @@ def parse_args(argv=None):
     parser.add_argument("--plan_only", action="store_true", help="print the plan and exit")
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.update_costs is not None:
+        return args
     if not args.plan_only and not args.out:
         parser.error("--out: required (the folder the session's files go to)")
     if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -184,13 +258,22 @@ def parse_args(argv=None):
         parser.error(f"--budget_seconds: expected seconds in (0, {MAX_BUDGET}] (a device command "
                      f"runs at most 600 s, and the files must still come back), received "
                      f"{args.budget_seconds:g}")
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown or not parts:
-        parser.error(f"--parts: unknown part(s) {unknown or args.parts!r}; known: "
-                     f"{','.join(PARTS)}")
-    args.parts = [p for p in PARTS if p in parts]
+    if args.plan is not None and args.parts is not None:
+        parser.error(f"--parts: the plan {args.plan!r} names its parts "
+                     f"({','.join(PLANS[args.plan])}); received --parts={args.parts!r} too")
+    if args.plan is not None:
+        args.parts = list(PLANS[args.plan])
+    else:
+        args.parts = _parse_parts(parser, args.parts or ",".join(PLANS["measure"]))
+    taking_rest = [p for p in args.parts if p in TAKES_THE_REST]
+    if len(taking_rest) > 1:
+        parser.error(f"--parts: {' and '.join(taking_rest)} both take what the other parts "
+                     f"leave; expected one of them")
     args.boxes = _parse_boxes(parser, args.boxes)
+    try:
+        args.cost_table = load_costs(args.costs)
+    except (OSError, ValueError) as error:
+        parser.error(f"--costs: {error}")
     if args.wheels is not None:
         if not os.path.isdir(args.wheels):
             parser.error(f"--wheels: no such folder {args.wheels!r} (fetch the wheels with `bash "
@@ -202,7 +285,8 @@ def parse_args(argv=None):
         if not os.path.isfile(args.resume_archive):
             parser.error(f"--resume_archive: not found: {args.resume_archive!r}")
         if "long_run" not in args.parts:
-            parser.error("--resume_archive: the long_run part is not among --parts")
+            parser.error("--resume_archive: the long_run part is not among --parts (the queue "
+                         "finds its archives in --runs_dir)")
         try:
             args.resumed = read_archive(args.resume_archive)
         except (OSError, tarfile.TarError, ValueError) as error:
@@ -222,16 +306,37 @@ def parse_args(argv=None):
     if args.run_name is not None and not re.fullmatch(r"[\w.-]+", args.run_name):
         parser.error(f"--run_name: expected letters, digits, '_', '.' or '-', received "
                      f"{args.run_name!r}")
+    if args.runs_dir is None and not args.smoke:
+        args.runs_dir = RUNS
+    args.job = None
+    if "queue" in args.parts:
+        try:
+            jobs = load_queue(args.queue)
+            args.job = next_job(jobs, args.runs_dir)
+        except (OSError, ValueError, tarfile.TarError) as error:
+            parser.error(f"--queue: {error}")
     return args
+
+
+def _parse_parts(parser, text):
+    parts = []
+    for part in (p.strip() for p in text.split(",")):
+        parts += ALIASES.get(part, [part] if part else [])
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        parser.error(f"--parts: unknown part(s) {unknown or text!r}; known: {','.join(PARTS)} "
+                     f"and {','.join(ALIASES)}")
+    return [p for p in PARTS if p in parts]
 
 
 def _parse_boxes(parser, text):
     boxes = {}
     for item in filter(None, (i.strip() for i in text.split(","))):
         name, _, value = item.partition("=")
-        if name not in PARTS or name == "long_run":
+        if name not in PARTS or name in TAKES_THE_REST:
             parser.error(f"--boxes: expected PART=SECONDS for a part among "
-                         f"{','.join(PARTS[:-1])} (the long run takes what is left), received "
+                         f"{','.join(p for p in PARTS if p not in TAKES_THE_REST)} "
+                         f"({' and '.join(TAKES_THE_REST)} take what is left), received "
                          f"{item!r}")
         try:
             boxes[name] = float(value)
@@ -242,39 +347,259 @@ def _parse_boxes(parser, text):
     return boxes
 
 
-def make_plan(parts, budget, smoke=False, wheels=False, boxes=None):
-    """``[(part, box seconds or None: skipped, why)]``: the time boxes, in priority order.
+# ---------------------------------------------------------------------------------------------
+# The cost table.
 
-    The parts before the long run get their nominal box while the budget (less the setup and
-    final reserves, and the long run's smallest box when it is asked for) allows, a smaller one
-    down to their smallest, or none; the long run gets the rest.
+def load_costs(path):
+    """The cost table at ``path``: ``{"device": ..., "parts": {part: {"work", "seconds",
+    "compile_seconds", "source", ...}}}``; a missing file is an empty table."""
+    if not os.path.exists(path):
+        return {"device": None, "parts": {}}
+    with open(path) as f:
+        try:
+            table = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path!r} is not JSON ({error})") from None
+    if not isinstance(table, dict) or not isinstance(table.get("parts"), dict):
+        raise ValueError(f"{path!r}: expected an object with 'parts' (part -> cost)")
+    unknown = sorted(set(table["parts"]) - set(WORK))
+    if unknown:
+        raise ValueError(f"{path!r}: unknown part(s) {unknown}; known: {sorted(WORK)}")
+    return table
+
+
+def known_cost(costs, part):
+    """The cost table's entry of ``part`` if it was measured on the part's current work, else
+    None."""
+    entry = (costs or {}).get("parts", {}).get(part)
+    return entry if entry and entry.get("work") == WORK[part] else None
+
+
+def update_costs(costs, session):
+    """The cost table ``costs`` with the seconds a GPU session measured (its ``session.json``,
+    parsed): per part that ran its current work, ``seconds`` when it finished inside its box,
+    else ``at_least`` (its box: it needs more); the Box-World pieces' ``overhead_seconds`` (their
+    process's seconds outside ``--max_seconds``); the setup's seconds (install and device probe).
+    Parts that were skipped, failed or ran older work keep their entry."""
+    if session.get("smoke"):
+        raise ValueError("a --smoke session measured CPU seconds at tiny sizes, not the device's")
+    device = session.get("device", {}).get("device_kind")
+    if costs.get("device") not in (None, device):
+        raise ValueError(f"the session ran on {device!r}, the cost table is of "
+                         f"{costs['device']!r}")
+    costs = json.loads(json.dumps(costs))  # a copy
+    costs["device"] = device
+    parts = costs.setdefault("parts", {})
+    source = f"session.json of {session.get('started')} ({device})"
+    setup = session.get("setup", {})
+    if setup.get("seconds") is not None and session["device"].get("probe_seconds") is not None:
+        parts["setup"] = {"work": WORK["setup"], "source": source, "compile_seconds": None,
+                          "seconds": round(setup["seconds"] + session["device"]["probe_seconds"],
+                                           1)}
+    for part, entry in session.get("parts", {}).items():
+        if part not in WORK or entry.get("work") != WORK[part] or "skipped" in entry:
+            continue
+        if entry.get("error") or entry.get("seconds") is None:
+            continue
+        if part in TAKES_THE_REST:
+            overhead = entry.get("overhead_seconds")
+            if overhead is not None and entry.get("kind", "boxworld") == "boxworld":
+                parts["long_run"] = {"work": WORK["long_run"], "source": f"{part} part of {source}",
+                                     "seconds": None, "compile_seconds": None,
+                                     "overhead_seconds": overhead}
+            continue
+        lane = entry.get("summary", {}).get("counts", {})
+        finished = (entry.get("exit_code") == 0 and not entry.get("timed_out")
+                    and not lane.get("time_box"))
+        stopped = entry.get("timed_out") or lane.get("time_box")
+        if finished:
+            parts[part] = {"work": WORK[part], "source": source, "seconds": entry["seconds"],
+                           "compile_seconds": entry.get("compile_seconds")}
+        elif stopped:
+            parts[part] = {"work": WORK[part], "source": source, "seconds": None,
+                           "at_least": entry["box_seconds"],
+                           "compile_seconds": entry.get("compile_seconds")}
+    return costs
+
+
+def part_box(part, smoke=False, costs=None, boxes=None):
+    """``(box wanted, smallest useful box, where the box comes from)`` of ``part``."""
+    nominal, smallest = (SMOKE_BOXES if smoke else BOXES)[part]
+    entry = None if smoke else known_cost(costs, part)
+    if boxes and part in boxes:
+        need, note = boxes[part], "--boxes"
+    elif entry and entry.get("seconds") is not None:
+        need = math.ceil(entry["seconds"] * COST_MARGIN + COST_SLACK)
+        note = f"cost table: {entry['seconds']:g} s, {entry.get('source')}"
+    elif entry and entry.get("at_least") is not None:
+        need = max(nominal, math.ceil(entry["at_least"] * 1.25))
+        note = f"cost table: more than {entry['at_least']:g} s, {entry.get('source')}"
+    else:
+        need = nominal
+        note = "smoke box" if smoke else "cost unknown: nominal box"
+    if need is None:
+        return None, smallest, note
+    if part in FIXED_WORK:
+        smallest = need
+    return need, min(smallest, need), note
+
+
+def setup_reserve(smoke, wheels, costs):
+    entry = None if smoke else known_cost(costs, "setup")
+    if entry and entry.get("seconds") is not None:  # measured with wheels: without, less
+        return math.ceil(entry["seconds"] * COST_MARGIN + COST_SLACK), "cost table"
+    return SETUP_RESERVE["smoke" if smoke else "wheels" if wheels else "none"], "nominal"
+
+
+def make_plan(parts, budget, smoke=False, wheels=False, boxes=None, costs=None):
+    """``[(part, box seconds or None: skipped, note, smallest box)]`` in priority order.
+
+    Every part gets its box (:func:`part_box`) when the budget (less the setup and final
+    reserves, and the smallest box of a part that takes the rest) allows; else the parts that
+    size their own work shrink, in proportion, towards their smallest box; where even the
+    smallest boxes do not fit, the lowest-priority parts are dropped. The part that takes the
+    rest (long_run, queue) gets what is left.
     """
-    table = SMOKE_BOXES if smoke else BOXES
-    setup = SETUP_RESERVE["smoke" if smoke else "wheels" if wheels else "none"]
+    setup, _ = setup_reserve(smoke, wheels, costs)
     left = budget - setup - FINAL_RESERVE
-    reserve = table["long_run"][1] if "long_run" in parts else 0
-    plan = []
+    rest = next((p for p in parts if p in TAKES_THE_REST), None)
+    wanted = {p: part_box(p, smoke, costs, boxes) for p in parts}
+    reserve = wanted[rest][1] if rest else 0
+    if left - reserve < 0:
+        reserve = 0  # not even the rest's smallest box: the other parts may use it all
+    chosen = [p for p in parts if p != rest]
+    while chosen and sum(wanted[p][1] for p in chosen) > left - reserve:
+        chosen.pop()
+    spare = left - reserve - sum(wanted[p][1] for p in chosen)
+    extra = sum(wanted[p][0] - wanted[p][1] for p in chosen)
+    scale = 1.0 if extra <= spare else spare / extra
+    plan, used = [], 0
     for part in parts:
-        nominal, smallest = table[part]
-        if part == "long_run":
-            box = left if left >= smallest else None
+        need, smallest, note = wanted[part]
+        if part == rest:
+            continue
+        if part in chosen:
+            box = math.floor(smallest + (need - smallest) * scale)
+            if scale < 1 and box < need:
+                note += f"; shrunk from {need:g} s to fit"
+            used += box
+            plan.append((part, box, note, smallest))
         else:
-            nominal = (boxes or {}).get(part, nominal)
-            box = min(nominal, left - reserve)
-            box = box if box >= min(smallest, nominal) else None
-        plan.append((part, box, None if box else f"the budget leaves {max(left, 0):.0f} s"))
-        left -= box or 0
+            plan.append((part, None, f"the budget leaves {max(left - used, 0):.0f} s, less than "
+                         f"its smallest box {smallest:g} s ({note})", smallest))
+    if rest:
+        box = left - used
+        smallest = wanted[rest][1]
+        plan.append((rest, box if box >= smallest else None,
+                     "the rest" if box >= smallest else
+                     f"the budget leaves {max(box, 0):.0f} s, less than its smallest box "
+                     f"{smallest:g} s", smallest))
     return plan
 
 
-def format_plan(plan, budget, smoke, wheels):
-    setup = SETUP_RESERVE["smoke" if smoke else "wheels" if wheels else "none"]
+def format_plan(plan, budget, smoke, wheels, costs=None, job=None):
+    setup, source = setup_reserve(smoke, wheels, costs)
     lines = [f"Plan for {budget:g} s ({'smoke, CPU' if smoke else 'device'}): setup {setup} s "
-             f"(install, the device), then"]
-    lines += [f"  {part:<12} {f'{box:.0f} s' if box else 'skipped: ' + why}"
-              for part, box, why in plan]
-    lines.append(f"  {'(final)':<12} {FINAL_RESERVE} s")
+             f"(install, the device; {source}), then"]
+    for part, box, note, _ in plan:
+        lines.append(f"  {part:<18} {f'{box:.0f} s' if box else 'skipped:':>8}  {note}")
+        if part == "queue" and job is not None:
+            lines.append(f"  {'':<18} {'':>8}  job: {describe_job(job)}")
+    lines.append(f"  {'(final)':<18} {f'{FINAL_RESERVE} s':>8}")
+    total = setup + sum(box or 0 for _, box, _, _ in plan) + FINAL_RESERVE
+    lines.append(f"  {'(total)':<18} {f'{total:.0f} s':>8}  of {budget:g} s")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The queue of long jobs.
+
+def load_queue(path):
+    """The jobs of the queue file at ``path``, checked: ``[{"name", "kind", ...}]``."""
+    with open(path) as f:
+        try:
+            queue = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path!r} is not JSON ({error})") from None
+    jobs = queue.get("jobs") if isinstance(queue, dict) else None
+    if not isinstance(jobs, list):
+        raise ValueError(f"{path!r}: expected an object with a list 'jobs'")
+    names = set()
+    for i, job in enumerate(jobs):
+        where = f"{path!r}, job {i}"
+        if not isinstance(job, dict):
+            raise ValueError(f"{where}: expected an object, received {job!r}")
+        name, kind = job.get("name"), job.get("kind")
+        if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name) or name in names:
+            raise ValueError(f"{where}: 'name' must be a new name of letters, digits, '_', '.' "
+                             f"or '-', received {name!r}")
+        names.add(name)
+        if kind not in JOB_KINDS:
+            raise ValueError(f"{where} ({name}): unknown kind {kind!r}; known: "
+                             f"{', '.join(JOB_KINDS)}")
+        flags = job.get("flags", [])
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise ValueError(f"{where} ({name}): 'flags' must be a list of strings, received "
+                             f"{flags!r}")
+        if kind == "boxworld":
+            target = job.get("frame_target")
+            if not isinstance(job.get("preset"), str) or not isinstance(target, int) or (
+                    isinstance(target, bool) or target <= 0):
+                raise ValueError(f"{where} ({name}): a boxworld job needs 'preset' (a string) "
+                                 f"and 'frame_target' (frames, an integer > 0), received "
+                                 f"{job.get('preset')!r} and {target!r}")
+    return jobs
+
+
+def job_archive(job, runs_dir):
+    return os.path.join(runs_dir, f"{job['name']}.tar.gz") if runs_dir else None
+
+
+def job_finished(job, meta):
+    """Whether the job whose run's RUN_META is ``meta`` is done: a Box-World run when its last
+    piece reached the frame target, a reproduction when a piece added no run."""
+    if not meta:
+        return False
+    if job["kind"] == "boxworld":
+        row = (meta.get("pieces") or [{}])[-1].get("last_curve_row") or {}
+        return row.get("frames", 0) >= job["frame_target"]
+    return bool(meta.get("finished"))
+
+
+def next_job(jobs, runs_dir):
+    """The first unfinished job with its archive (checked: the job's run, its settings), or
+    None when every job is finished."""
+    for job in jobs:
+        archive = job_archive(job, runs_dir)
+        meta = None
+        if archive and os.path.exists(archive):
+            read = read_archive(archive)
+            meta = read["meta"]
+            if read["name"] != job["name"]:
+                raise ValueError(f"{archive!r} is an archive of another run ({read['name']!r}), "
+                                 f"not of the job {job['name']!r}")
+            if meta and meta.get("kind", "boxworld") != job["kind"]:
+                raise ValueError(f"{archive!r} is a {meta.get('kind', 'boxworld')} run, the job "
+                                 f"{job['name']!r} is of kind {job['kind']!r}")
+            if meta and job["kind"] == "boxworld" and meta.get("preset") != job["preset"]:
+                raise ValueError(f"{archive!r} is an archive of another run (preset "
+                                 f"{meta.get('preset')!r}), the job {job['name']!r} trains "
+                                 f"{job['preset']!r}")
+        else:
+            archive = None
+        if not job_finished(job, meta):
+            return dict(job, archive=archive, meta=meta)
+    return None
+
+
+def describe_job(job):
+    where = f"resumed from {os.path.relpath(job['archive'], REPO)}" if job["archive"] else (
+        "a new run")
+    if job["kind"] == "boxworld":
+        row = ((job["meta"] or {}).get("pieces") or [{}])[-1].get("last_curve_row") or {}
+        return (f"{job['name']} (boxworld {job['preset']}, {row.get('frames', 0):,} of "
+                f"{job['frame_target']:,} frames), {where}")
+    return f"{job['name']} ({job['kind']}), {where}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,11 +750,13 @@ class Session:
         self.site = os.path.abspath(args.site) if args.wheels else None
         self.suffix = "smoke" if args.smoke else "gpu"
         self.plan = make_plan(args.parts, args.budget_seconds, args.smoke, bool(args.wheels),
-                              args.boxes)
+                              args.boxes, args.cost_table)
         self.record = {
             "command": self.command_line(), "started": now_iso(),
-            "budget_seconds": args.budget_seconds, "smoke": args.smoke,
-            "plan": [{"part": p, "box_seconds": b, "skipped": w} for p, b, w in self.plan],
+            "budget_seconds": args.budget_seconds, "smoke": args.smoke, "plan_name": args.plan,
+            "plan": [{"part": p, "box_seconds": b, "skipped": None if b else note,
+                      "note": note, "smallest_seconds": smallest}
+                     for p, b, note, smallest in self.plan],
             "setup": {}, "device": {}, "parts": {}}
 
     def command_line(self):
@@ -510,18 +837,27 @@ class Session:
     # --- parts ---------------------------------------------------------------------------
 
     def run_part(self, part, planned):
-        entry = self.record["parts"][part] = {"box_seconds": None}
+        entry = self.record["parts"][part] = {"box_seconds": None, "work": WORK[part]}
+        (note, smallest), = [(n, s) for p, _, n, s in self.plan if p == part]
         if planned is None:
-            entry["skipped"] = dict((p, w) for p, _, w in self.plan)[part]
+            entry["skipped"] = note
             return
-        smallest = (SMOKE_BOXES if self.args.smoke else BOXES)[part][1]
-        box = self.left() if part == "long_run" else min(planned, self.left())
-        if box < min(smallest, planned):
-            entry["skipped"] = f"{max(box, 0):.0f} s left, less than its smallest box"
+        if part in TAKES_THE_REST:
+            box = self.left()
+        elif part in FIXED_WORK:
+            box = min(planned, self.left())
+        else:  # what earlier parts left unused, up to the box it wants
+            index = [p for p, _, _, _ in self.plan].index(part)
+            later = sum(b or 0 for _, b, _, _ in self.plan[index + 1:])  # their planned boxes
+            wanted = part_box(part, self.args.smoke, self.args.cost_table, self.args.boxes)[0]
+            box = min(max(planned, min(wanted, self.left() - later)), self.left())
+        if box < smallest:
+            entry["skipped"] = (f"{max(box, 0):.0f} s left, less than its smallest box "
+                                f"{smallest:g} s")
             return
         entry["box_seconds"] = round(box, 1)
         before = set(os.listdir(self.results_dir))
-        start = time.monotonic()
+        start = self.part_start = time.monotonic()
         try:
             getattr(self, f"_part_{part}")(entry, box)
         except Exception as error:  # a fault of this script: the next parts still run
@@ -530,6 +866,11 @@ class Session:
                 log.write(f"gpu_session.py: {entry['error']}\n")
         entry["seconds"] = round(time.monotonic() - start, 1)
         entry["results"] = sorted(set(os.listdir(self.results_dir)) - before)
+        compile_seconds = [_compile_seconds(os.path.join(self.results_dir, name))
+                           for name in entry["results"] if name.endswith(".json")]
+        compile_seconds = [s for s in compile_seconds if s is not None]
+        if compile_seconds:
+            entry["compile_seconds"] = round(sum(compile_seconds), 1)
 
     def _script(self, name, *arguments):
         return [self.python, "-P", os.path.join(HERE, name), *arguments]
@@ -540,28 +881,47 @@ class Session:
         entry.update(command=shlex.join(command), exit_code=code, timed_out=timed_out)
         return code
 
-    def _part_lane(self, entry, box):
+    def _part_lane_layers(self, entry, box):
+        self._lane(entry, box, "lane_layers", "EntityMaxPool")
+
+    def _part_lane_16bit(self, entry, box):
+        self._lane(entry, box, "lane_16bit", "EntityMaxPool")
+
+    def _part_lane_models(self, entry, box):
+        self._lane(entry, box, "lane_models", "rule_mlp_classifier and mixed_bfloat16")
+
+    def _lane(self, entry, box, part, smoke_selection):
+        """One group of the accelerator lane (LANE_TESTS) in one pytest process; in --smoke one
+        small case of it, on the CPU."""
         smoke = self.args.smoke
-        junit = os.path.join(self.work, "lane.xml")
+        junit = os.path.join(self.work, f"{part}.xml")
+        selection = LANE_TESTS[part] + (f" and {smoke_selection}" if smoke else "")
         lane = ["-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-m",
-                "accelerator", "tests/test_accelerator.py"]
+                "accelerator", "tests/test_accelerator.py", "-k", selection]
         command = [self.python, "-P", *lane, "-p", "gpu_session", f"--junitxml={junit}", "-rfE"]
-        if smoke:
-            command += ["-k", "EntityMaxPool and forward"]
-        margin = 5 if smoke else 25  # for the test in flight and the report
+        margin = 5 if smoke else LANE_MARGIN[part]
         extra = {"GPU_SESSION_DEADLINE": str(time.time() + box - margin)}
         if smoke:
             extra["KERAS_RELATIONAL_ACCELERATOR_ON_CPU"] = "1"
-        self._run(entry, "lane", command, box, cwd=REPO, **extra)
+        else:
+            # A correctness lane: XLA's GPU autotuning (timing candidate kernels of every
+            # matmul and fusion while compiling) changes only speed, and most of the lane's
+            # time is compilation.
+            extra["XLA_FLAGS"] = " ".join(filter(None, (os.environ.get("XLA_FLAGS"),
+                                                        "--xla_gpu_autotune_level=0")))
+        self._run(entry, part, command, box, cwd=REPO, **extra)
         if os.path.exists(junit):
             entry["summary"] = summarise_junit(junit)
-            self.write_lane_results(entry, "KERAS_BACKEND=jax python -P " + " ".join(lane), box,
-                                    margin)
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in extra.items()
+                           if k == "XLA_FLAGS")
+            self.write_lane_results(entry, part, f"KERAS_BACKEND=jax {env} python -P ".lstrip()
+                                    + shlex.join(lane), box, margin)
 
-    def write_lane_results(self, entry, pytest_command, box, margin):
+    def write_lane_results(self, entry, part, pytest_command, box, margin):
         summary, device = entry["summary"], self.record["device"]
         counts = summary["counts"]
-        name = os.path.join(self.results_dir, f"accelerator_lane_{self.suffix}")
+        group = part.removeprefix("lane_")
+        name = os.path.join(self.results_dir, f"accelerator_lane_{group}_{self.suffix}")
         text = [f"Written by `{self.command_line()}`.", "",
                 f"Device: {device.get('device_kind')} ({device.get('platform')}), JAX "
                 f"{device.get('jax')}, Keras {device.get('keras')}, Python "
@@ -579,11 +939,13 @@ class Session:
              "box_seconds": box, **summary}, indent=1) + "\n")
 
     def _part_accelerator(self, entry, box):
+        # The budget: the box less the process's start and the matmul rates (about 10 s on the
+        # H200), and the writing.
         if self.args.smoke:
             arguments = ["--only=PrediNet", "--batch=2", "--repeats=1", "--warmup=1",
-                         "--matmul_size=64", f"--time_budget={max(box - 30, 5):.0f}"]
+                         "--matmul_size=64", f"--time_budget={max(box - 15, 3):.0f}"]
         else:
-            arguments = ["--quick", f"--time_budget={max(box - 45, 10):.0f}"]
+            arguments = ["--quick", f"--time_budget={max(box - 25, 10):.0f}"]
         self._run(entry, "accelerator", self._script(
             "accelerator.py", *arguments, "--output_dir=benchmarks/results"), box)
 
@@ -591,40 +953,77 @@ class Session:
         if self.args.smoke:
             arguments = ["--levels", "1", "8", "--seconds", "0.2", "--source-levels", "8"]
         else:
-            arguments = ["--levels", "1", "256", "4096", "65536", "--seconds", "1",
-                         "--source-levels", "256", "4096"]
+            # What fitted the first H200 window's box (86 s, gpu_costs.json).
+            arguments = ["--levels", "1", "4096", "65536", "--seconds", "1",
+                         "--source-levels", "4096"]
         self._run(entry, "env_speed", self._script(
             "tensor_boxworld_speed.py", *arguments, "--backends", "jax", "--train-updates", "0",
             "--output", f"benchmarks/results/tensor_boxworld_speed_{self.suffix}.md"), box)
 
     def _part_loop_speed(self, entry, box):
+        """One compiled_loop_speed process a number of environments (LOOP_ENVS), each in its
+        share of the box: a batch that does not start in its share cannot starve the next."""
+        counts = LOOP_ENVS[self.mode]
+        extra = []
         if self.args.smoke:
-            num_envs, allowance = ["2", "4"], 25
             extra = ["--flags=--room_size=6 --goal_length=1 --num_distractors=0 "
                      "--unroll_length=4 --key_dim=8 --head_width=8"]
-        else:
-            num_envs, allowance, extra = ["256", "1024", "4096"], 30, []
-        seconds = (box - 20) / len(num_envs)  # 20: the script asks JAX for the device first
-        if self.args.smoke:
-            seconds = allowance + 5  # a few seconds of training each
-        allowance = min(allowance, seconds / 2)
-        self._run(entry, "loop_speed", self._script(
-            "compiled_loop_speed.py", f"--preset={DEFAULT_PRESET}",
-            f"--num_envs={','.join(num_envs)}", "--level_sources=device",
-            f"--seconds={seconds:.0f}", f"--allowance={allowance:.0f}", *extra,
-            f"--output=benchmarks/results/compiled_loop_speed_{self.suffix}"), box)
+        entry["rows"] = []
+        for i, num_envs in enumerate(counts):
+            left = box - (time.monotonic() - self.part_start)
+            # the rest of the box over the rest of the counts, by their shares
+            seconds = left * LOOP_SHARES[num_envs] / sum(LOOP_SHARES[n] for n in counts[i:])
+            seconds -= GRACE + 1
+            # the script asks JAX for the device first (a few seconds), then trains until
+            # --seconds less --allowance and writes the checkpoint
+            allowance = min(30, (seconds - 8) / 2)
+            if seconds - 8 - allowance < 3:
+                entry["rows"].append({"num_envs": num_envs, "skipped": f"{left:.0f} s left"})
+                continue
+            output = f"benchmarks/results/compiled_loop_speed_{self.suffix}_{num_envs}envs"
+            code = self._run(entry, "loop_speed", self._script(
+                "compiled_loop_speed.py", f"--preset={DEFAULT_PRESET}", f"--num_envs={num_envs}",
+                "--level_sources=device", f"--seconds={seconds - 8:.0f}",
+                f"--allowance={allowance:.0f}", *extra, f"--output={output}"), seconds)
+            entry["rows"].append({"num_envs": num_envs, "box_seconds": round(seconds, 1),
+                                  "exit_code": code, "timed_out": entry["timed_out"]})
+        entry["exit_code"] = max((r.get("exit_code") or 0 for r in entry["rows"]
+                                  if "skipped" not in r), default=None)
+        entry["timed_out"] = any(r.get("timed_out") for r in entry["rows"])
 
     def _part_simplicial(self, entry, box):
+        # The budget: the box less the process's start and the writing (13 s of the first H200
+        # window's 33 s with a budget of 20 s).
         if self.args.smoke:
             arguments = ["--sizes=64,128", "--batch=1", "--width=16", "--heads=2", "--key_dim=8",
                          "--chunk=32", "--window=4,4", "--steps=1", "--rounds=1",
-                         f"--time_budget={max(box - 30, 1):.0f}"]
+                         f"--time_budget={max(box - 12, 1):.0f}"]
         else:
             arguments = ["--batch=8", "--sizes=1024,2048,4096,8192,16384",
-                         f"--time_budget={max(box - 40, 10):.0f}"]
+                         f"--time_budget={max(box - 15, 5):.0f}"]
         self._run(entry, "simplicial", self._script(
             "sequence_simplicial_speed.py", "--dtype=bfloat16", *arguments,
             f"--output=benchmarks/results/sequence_simplicial_speed_{self.suffix}"), box)
+
+    def _part_simplicial_kernel(self, entry, box):
+        self._run_script(entry, "simplicial_kernel", box, simplicial_kernel_command(
+            box, self.args.smoke, f"benchmarks/results/simplicial_kernel_speed_{self.suffix}"))
+
+    def _part_profile(self, entry, box):
+        self._run_script(entry, "profile", box, profile_command(
+            box, self.args.smoke, f"benchmarks/results/profile_update_{self.suffix}"))
+
+    def _run_script(self, entry, part, box, arguments):
+        """Runs ``benchmarks/<arguments[0]>``; a clear failure where the script is missing."""
+        script = os.path.join(HERE, arguments[0])
+        if not os.path.exists(script):
+            entry.update(command=shlex.join(arguments), exit_code=None, timed_out=False,
+                         error=f"benchmarks/{arguments[0]} is missing: this checkout has no "
+                         f"such script")
+            with open(self.log_path(part), "a") as log:
+                log.write(f"gpu_session.py: {entry['error']}\n")
+            return
+        self._run(entry, part, self._script(*arguments), box)
 
     def _part_predinet(self, entry, box):
         flags = (shlex.split(self.args.predinet_flags) if self.args.predinet_flags is not None
@@ -637,23 +1036,61 @@ class Session:
         entry["max_minutes_per_cell"] = round(cap_minutes, 2)
 
     def _part_long_run(self, entry, box):
-        args, runs = self.args, os.path.join(self.work, "runs")
-        os.makedirs(runs, exist_ok=True)
+        args = self.args
         if args.resume_archive:
-            run_dir = extract_archive(args.resume_archive, runs)
             meta = args.resumed["meta"] or {}
+            name = args.resumed["name"]
         else:
             meta = {}
-        preset = meta.get("preset") or args.long_run_preset or DEFAULT_PRESET
+            name = args.run_name or args.long_run_preset or DEFAULT_PRESET
         if not meta:
+            preset = args.long_run_preset or DEFAULT_PRESET
             flags = LONG_RUN_FLAGS[self.mode] + shlex.split(args.long_run_flags or "")
             meta = {"preset": preset, "flags": flags, "created": now_iso(), "pieces": []}
-        if not args.resume_archive:
-            run_dir = os.path.join(runs, args.run_name or preset)
-            os.makedirs(run_dir, exist_ok=True)
+        self._boxworld_piece(entry, box, "long_run", name, args.resume_archive, meta)
+
+    def _part_queue(self, entry, box):
+        job = self.args.job
+        if job is None:
+            entry["skipped"] = f"every job of {self.args.queue} is finished"
+            return
+        entry.update(job=job["name"], kind=job["kind"])
+        meta = job["meta"]
+        if job["kind"] == "boxworld":
+            if not meta:
+                # --smoke: the job's run at tiny sizes (its own flags are the device's)
+                flags = LONG_RUN_FLAGS["smoke"] if self.args.smoke else job.get("flags", [])
+                meta = {"preset": job["preset"], "flags": flags, "created": now_iso(),
+                        "pieces": []}
+            meta["frame_target"] = job["frame_target"]
+            self._boxworld_piece(entry, box, "queue", job["name"], job["archive"], meta)
+            row = entry.get("last_curve_row") or {}
+            entry["finished"] = row.get("frames", 0) >= job["frame_target"]
+        else:
+            self._reproduce_piece(entry, box, job)
+
+    def _run_dir(self, name, archive):
+        runs = os.path.join(self.work, "runs")
+        os.makedirs(runs, exist_ok=True)
+        if archive:
+            return extract_archive(archive, runs)
+        run_dir = os.path.join(runs, name)
+        os.makedirs(run_dir, exist_ok=True)
+        return run_dir
+
+    def _boxworld_piece(self, entry, box, part, name, archive, meta):
+        """One piece of a Box-World run (``meta``: its RUN_META) in ``box`` seconds, packed as
+        ``--out/<name>.tar.gz``."""
+        args = self.args
+        run_dir = self._run_dir(name, archive)
         meta.setdefault("pieces", [])
-        startup, finish = LONG_RUN_ALLOWANCE[self.mode]
-        max_seconds = box - GRACE - 5 - startup - finish  # 5: packing
+        preset = meta["preset"]
+        measured = known_cost(args.cost_table, "long_run")
+        if not args.smoke and measured and measured.get("overhead_seconds") is not None:
+            outside = math.ceil(measured["overhead_seconds"] * 1.5 + 10)
+        else:
+            outside = sum(LONG_RUN_ALLOWANCE[self.mode])
+        max_seconds = box - GRACE - 5 - outside  # 5: packing
         if args.smoke:
             max_seconds = min(max_seconds, SMOKE_TRAIN_SECONDS)
         if max_seconds < 1:
@@ -667,12 +1104,13 @@ class Session:
         start_step = newest_checkpoint_step(run_dir)
         started, tick = now_iso(), time.monotonic()
         _write_text(os.path.join(run_dir, RUN_META), json.dumps(meta, indent=1) + "\n")
-        code = self._run(entry, "long_run", command, box - 5)
+        code = self._run(entry, part, command, box - 5)
+        seconds = time.monotonic() - tick
         end_step, curve = newest_checkpoint_step(run_dir), _last_curve_row(run_dir)
         meta["pieces"].append({
             "started": started, "device": self.record["device"].get("device_kind"),
             "smoke": args.smoke, "start_step": start_step, "end_step": end_step,
-            "max_seconds": round(max_seconds), "seconds": round(time.monotonic() - tick, 1),
+            "max_seconds": round(max_seconds), "seconds": round(seconds, 1),
             "exit_code": code, "timed_out": entry["timed_out"], "last_curve_row": curve})
         meta["seconds_total"] = round(sum(p["seconds"] for p in meta["pieces"]), 1)
         _write_text(os.path.join(run_dir, RUN_META), json.dumps(meta, indent=1) + "\n")
@@ -681,6 +1119,39 @@ class Session:
         entry.update(run=os.path.basename(run_dir), preset=preset, start_step=start_step,
                      end_step=end_step, last_curve_row=curve, archive=os.path.basename(archive),
                      archive_bytes=size, archive_left_out=left_out)
+        if code == 0 and not entry["timed_out"]:
+            entry["overhead_seconds"] = round(seconds - max_seconds, 1)
+
+    def _reproduce_piece(self, entry, box, job):
+        """One piece of a reproduction script's job: its runs resumed from the results file in
+        the run's folder, no new run started past the box's end; finished when a piece adds no
+        run (every run done)."""
+        run_dir = self._run_dir(job["name"], job["archive"])
+        meta = job["meta"] or {"kind": job["kind"], "flags": job.get("flags", []),
+                               "created": now_iso(), "pieces": []}
+        results = os.path.join(run_dir, "results")
+        before = _count_runs(results + ".json")
+        command, cap = reproduce_command(job["kind"], meta["flags"], box,
+                                         REPRODUCE_OVERHEAD[self.mode], run_dir)
+        path = os.pathsep.join(p for p in (self.site, REPO) if p)  # `benchmarks` is a package
+        started, tick = now_iso(), time.monotonic()
+        _write_text(os.path.join(run_dir, RUN_META), json.dumps(meta, indent=1) + "\n")
+        code = self._run(entry, "queue", [self.python, "-P", *command], box - 5,
+                         PYTHONPATH=path)
+        after = _count_runs(results + ".json")
+        meta["pieces"].append({"started": started, "smoke": self.args.smoke,
+                               "device": self.record["device"].get("device_kind"),
+                               "runs_before": before, "runs_after": after,
+                               "seconds": round(time.monotonic() - tick, 1), "exit_code": code,
+                               "timed_out": entry["timed_out"]})
+        meta["finished"] = code == 0 and not entry["timed_out"] and after == before
+        _write_text(os.path.join(run_dir, RUN_META), json.dumps(meta, indent=1) + "\n")
+        archive = os.path.join(self.out, f"{os.path.basename(run_dir)}.tar.gz")
+        size, left_out = pack_run(run_dir, archive)
+        entry.update(run=os.path.basename(run_dir), runs_before=before, runs_after=after,
+                     finished=meta["finished"], max_minutes_per_run=round(cap, 2),
+                     archive=os.path.basename(archive), archive_bytes=size,
+                     archive_left_out=left_out)
 
     # --- the files that come back ------------------------------------------------------
 
@@ -714,7 +1185,7 @@ class Session:
                  f"{self.record.get('wall_seconds')} s of {self.args.budget_seconds:g}.", "",
                  "| part | box (s) | seconds | exit | stopped at its box | results |",
                  "|---|---|---|---|---|---|"]
-        for part, _, _ in self.plan:
+        for part, _, _, _ in self.plan:
             e = self.record["parts"].get(part)
             if e is None:
                 lines.append(f"| {part} | | | not reached | | |")
@@ -722,7 +1193,8 @@ class Session:
                 lines.append(f"| {part} | | | skipped: {e['skipped']} | | |")
             else:
                 lines.append(f"| {part} | {e['box_seconds']} | {e.get('seconds')} | "
-                             f"{e.get('exit_code')} | {e.get('timed_out')} | "
+                             f"{e.get('exit_code')}{'; ' + e['error'] if e.get('error') else ''} | "
+                             f"{e.get('timed_out')} | "
                              f"{', '.join(e.get('results', []))} |")
         for name in results:
             if name.endswith(".md"):
@@ -753,6 +1225,63 @@ def predinet_command(flags, box, cells, overhead, root_dir, committed_results):
                f"--session_minutes={session_minutes:.2f}",
                f"--output=benchmarks/results/predinet_{mode}"]
     return command, cap_minutes
+
+
+def profile_command(box, smoke, output):
+    """The profile part's ``benchmarks/profile_update.py`` arguments: a few compiled updates of
+    the trainer at the Zambaldi preset's settings, 256 environments (the loop sweep's first
+    row), summarised in ``<output>.md``/``.json``."""
+    if smoke:
+        return ["profile_update.py", f"--preset={DEFAULT_PRESET}", "--updates=2",
+                f"--output={output}", "--smoke"]
+    return ["profile_update.py", f"--preset={DEFAULT_PRESET}", "--num_envs=256", "--updates=5",
+            f"--output={output}"]
+
+
+def simplicial_kernel_command(box, smoke, output):
+    """The simplicial_kernel part's ``benchmarks/simplicial_kernel_speed.py`` arguments: N up to
+    16,384 within the box (less 15 s: the process's start and the writing)."""
+    sizes = "64,128" if smoke else "1024,2048,4096,8192,16384"
+    return ["simplicial_kernel_speed.py", f"--sizes={sizes}",
+            f"--time_budget={max(box - 15, 3):.0f}", f"--output={output}",
+            *(["--smoke"] if smoke else [])]
+
+
+def reproduce_command(kind, flags, box, overhead, run_dir):
+    """A queued reproduction's command (after ``python -P``) and the cap of each of its runs in
+    minutes: its runs resumed from ``run_dir/results.json``, each capped to what the box leaves
+    (or the job's own cap, if smaller), and no run started that could not end in the box."""
+    module, cap_flag = REPRODUCE[kind]
+    own = [float(f.split("=", 1)[1]) for f in flags if f.startswith(cap_flag + "=")]
+    available = max(box - GRACE - 5 - overhead, 60) / 60
+    cap = min([available, *own])
+    results = os.path.join(run_dir, "results.json")
+    resume = [f"--resume_from={results}"] if os.path.exists(results) else []
+    output = os.path.join(run_dir, "results" + (".md" if kind == "reproduce_tpr_babi" else ""))
+    command = ["-m", module, *[f for f in flags if not f.startswith(cap_flag + "=")],
+               f"--root_dir={os.path.join(run_dir, 'root')}", *resume,
+               f"{cap_flag}={cap:.2f}",
+               f"--session_minutes={max(available - cap, FIRST_CELL_START / 60):.2f}",
+               f"--output={output}"]
+    return command, cap
+
+
+def _count_runs(path):
+    """The number of runs in a reproduction script's results file (0 when there is none)."""
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return len(json.load(f).get("runs") or ())
+
+
+def _compile_seconds(path):
+    """A results file's top-level ``compile_seconds``, if it has one."""
+    try:
+        with open(path) as f:
+            value = json.load(f).get("compile_seconds")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, (int, float)) else None
 
 
 def _last_curve_row(run_dir):
@@ -836,15 +1365,27 @@ def copy_package(repo, site):
 
 def main(argv=None):
     args = parse_args(argv)
-    plan = make_plan(args.parts, args.budget_seconds, args.smoke, bool(args.wheels), args.boxes)
-    print(format_plan(plan, args.budget_seconds, args.smoke, bool(args.wheels)), flush=True)
+    if args.update_costs is not None:
+        try:
+            with open(args.update_costs) as f:
+                session = json.load(f)
+            table = update_costs(load_costs(args.costs), session)
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--update_costs: {args.update_costs!r}: {error}") from None
+        _write_text(args.costs, json.dumps(table, indent=1) + "\n")
+        print(f"updated {args.costs} from {args.update_costs}")
+        return 0
+    plan = make_plan(args.parts, args.budget_seconds, args.smoke, bool(args.wheels), args.boxes,
+                     args.cost_table)
+    print(format_plan(plan, args.budget_seconds, args.smoke, bool(args.wheels),
+                      args.cost_table, args.job), flush=True)
     if args.plan_only:
         return 0
     session = Session(args)
     try:
         ready = session.setup()
         session.write_out()
-        for part, box in ((p, b) for p, b, _ in session.plan):
+        for part, box in ((p, b) for p, b, _, _ in session.plan):
             if not ready:
                 session.record["parts"][part] = {"skipped": "setup failed (logs.txt)"}
                 continue
@@ -854,7 +1395,8 @@ def main(argv=None):
             print(f"[{time.monotonic() - session.start:5.0f} s] {part}: "
                   + (f"skipped ({entry['skipped']})" if "skipped" in entry else
                      f"exit {entry.get('exit_code')} in {entry.get('seconds')} s, results "
-                     f"{entry.get('results')}"), flush=True)
+                     f"{entry.get('results')}" + (f", error: {entry['error']}"
+                                                  if entry.get("error") else "")), flush=True)
             session.write_out()
     finally:
         session.record["finished"] = now_iso()

@@ -4,7 +4,9 @@
 import importlib.util
 import io
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -35,12 +37,25 @@ def _archive(path, members):
     return str(path)
 
 
+def _queue(path, jobs):
+    path.write_text(json.dumps({"jobs": jobs}))
+    return str(path)
+
+
+_JOB = {"name": "fig3", "kind": "boxworld", "preset": "zambaldi_fig3_relational",
+        "flags": ["--level_source=device"], "frame_target": 1000}
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--budget_seconds=600"], "--budget_seconds: expected seconds in (0, 590]"),
     (["--parts=lane,warp_drive"], "--parts: unknown part(s) ['warp_drive']"),
+    (["--parts=long_run,queue"], "--parts: long_run and queue both take what the other parts"),
+    (["--plan=train", "--parts=lane"], "--parts: the plan 'train' names its parts"),
+    (["--plan=fast"], "argument --plan: invalid choice: 'fast'"),
     (["--wheels=/nonexistent/gpu_wheels"], "--wheels: no such folder '/nonexistent/gpu_wheels'"),
-    (["--resume_archive=/nonexistent/run.tar.gz"], "--resume_archive: not found"),
-    (["--boxes=long_run=100"], "--boxes: expected PART=SECONDS for a part among"),
+    (["--parts=long_run", "--resume_archive=/nonexistent/run.tar.gz"],
+     "--resume_archive: not found"),
+    (["--boxes=queue=100"], "--boxes: expected PART=SECONDS for a part among"),
     (["--predinet_cells=0"], "--predinet_cells: expected at least 1, received 0"),
 ])
 def test_bad_input_fails_at_once_naming_the_flag(tmp_path, capsys, argv, message):
@@ -56,34 +71,250 @@ def test_an_archive_must_be_one_run_folder(tmp_path, capsys):
     escaping = _archive(tmp_path / "up.tar.gz", {"run/../../etc/x": b"1"})
     for path in (two, escaping):
         with pytest.raises(SystemExit):
-            gpu_session.main([f"--out={tmp_path / 'out'}", f"--resume_archive={path}"])
+            gpu_session.main([f"--out={tmp_path / 'out'}", "--parts=long_run",
+                              f"--resume_archive={path}"])
         assert "is not a run archive" in capsys.readouterr().err
     good = _archive(tmp_path / "run.tar.gz", {
         "run/gpu_session_run.json": json.dumps({"preset": "p", "flags": []}).encode()})
     with pytest.raises(SystemExit):  # a resumed run keeps its settings
-        gpu_session.main([f"--out={tmp_path / 'out'}", f"--resume_archive={good}",
-                          "--long_run_flags=--num_envs=64"])
+        gpu_session.main([f"--out={tmp_path / 'out'}", "--parts=long_run",
+                          f"--resume_archive={good}", "--long_run_flags=--num_envs=64"])
     assert "--long_run_flags: a resumed run keeps the settings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("queue, message", [
+    ("{not json", "is not JSON"),
+    ('{"jobs": {}}', "expected an object with a list 'jobs'"),
+    (json.dumps({"jobs": [dict(_JOB, kind="reproduce_everything")]}),
+     "(fig3): unknown kind 'reproduce_everything'; known: boxworld, reproduce_tpr_babi"),
+    (json.dumps({"jobs": [dict(_JOB, frame_target=0)]}),
+     "a boxworld job needs 'preset' (a string) and 'frame_target'"),
+    (json.dumps({"jobs": [_JOB, _JOB]}), "'name' must be a new name"),
+    (json.dumps({"jobs": [dict(_JOB, flags="--num_envs=64")]}), "'flags' must be a list"),
+])
+def test_a_bad_queue_fails_before_anything_runs(tmp_path, capsys, queue, message):
+    (tmp_path / "queue.json").write_text(queue)
+    with pytest.raises(SystemExit) as exit_info:
+        gpu_session.main([f"--out={tmp_path / 'out'}", "--plan=train",
+                          f"--queue={tmp_path / 'queue.json'}", f"--runs_dir={tmp_path}"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "--queue: " in error and message in error
+    assert not (tmp_path / "out").exists()
+
+
+def _run_archive(path, name, meta):
+    return _archive(path, {f"{name}/gpu_session_run.json": json.dumps(meta).encode()})
+
+
+def test_the_queue_continues_its_first_unfinished_job(tmp_path, capsys):
+    other = dict(_JOB, name="baseline", preset="zambaldi_fig3_baseline")
+    queue = _queue(tmp_path / "queue.json", [_JOB, other])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    jobs = gpu_session.load_queue(queue)
+    assert gpu_session.next_job(jobs, str(runs))["name"] == "fig3"  # no archive: a new run
+    assert gpu_session.next_job(jobs, str(runs))["archive"] is None
+
+    def piece(frames):
+        return {"preset": "zambaldi_fig3_relational", "flags": [],
+                "pieces": [{"last_curve_row": {"frames": frames}}]}
+
+    _run_archive(runs / "fig3.tar.gz", "fig3", piece(999))
+    job = gpu_session.next_job(jobs, str(runs))
+    assert job["name"] == "fig3" and job["archive"] == str(runs / "fig3.tar.gz")
+    _run_archive(runs / "fig3.tar.gz", "fig3", piece(1000))  # its frame target: finished
+    assert gpu_session.next_job(jobs, str(runs))["name"] == "baseline"
+    gpu_session.main(["--plan=train", "--plan_only", f"--queue={queue}", f"--runs_dir={runs}"])
+    assert "job: baseline (boxworld zambaldi_fig3_baseline, 0 of 1,000 frames), a new run" in (
+        capsys.readouterr().out)
+    # An archive of another run, under the job's name: refused before anything runs.
+    _run_archive(runs / "fig3.tar.gz", "baseline", piece(10))
+    with pytest.raises(SystemExit):
+        gpu_session.main([f"--out={tmp_path / 'out'}", "--plan=train", f"--queue={queue}",
+                          f"--runs_dir={runs}"])
+    assert "is an archive of another run ('baseline'), not of the job 'fig3'" in (
+        capsys.readouterr().err)
+    _run_archive(runs / "fig3.tar.gz", "fig3", dict(piece(10), preset="zambaldi_fig3_baseline"))
+    with pytest.raises(SystemExit):
+        gpu_session.main([f"--out={tmp_path / 'out'}", "--plan=train", f"--queue={queue}",
+                          f"--runs_dir={runs}"])
+    assert "is an archive of another run (preset 'zambaldi_fig3_baseline')" in (
+        capsys.readouterr().err)
+
+
+def test_the_repository_queue_and_cost_table_load():
+    jobs = gpu_session.load_queue(gpu_session.QUEUE)
+    assert jobs[0]["name"] == "zambaldi_fig3_relational" and jobs[0]["kind"] == "boxworld"
+    # the preset's 400,000 updates of 32 environments x 40 steps
+    assert jobs[0]["frame_target"] == 400_000 * 32 * 40
+    costs = gpu_session.load_costs(gpu_session.COSTS)
+    assert costs["device"] == "NVIDIA H200"
+    assert set(costs["parts"]) == set(gpu_session.WORK) - {"queue"}
+    for part, entry in costs["parts"].items():  # a figure always names its session
+        assert entry["seconds"] is None or entry["source"].startswith("session_"), part
+
+
+@pytest.mark.parametrize("plan", sorted(gpu_session.PLANS))
+def test_each_named_plan_fits_540_seconds_on_the_h200(plan, capsys):
+    costs = gpu_session.load_costs(gpu_session.COSTS)
+    boxes = gpu_session.make_plan(list(gpu_session.PLANS[plan]), 540, wheels=True, costs=costs)
+    assert all(box for _, box, _, _ in boxes), boxes  # every part of the plan starts
+    setup, _ = gpu_session.setup_reserve(False, True, costs)
+    assert setup + sum(box for _, box, _, _ in boxes) + gpu_session.FINAL_RESERVE <= 540
+    if plan == "train":
+        assert dict((p, b) for p, b, _, _ in boxes)["queue"] >= 400
+    gpu_session.main([f"--plan={plan}", "--plan_only"])
+    out = capsys.readouterr().out
+    assert "skipped" not in out and "Plan for 540 s (device)" in out
 
 
 @pytest.mark.parametrize("budget", [120, 300, 540, 590])
 @pytest.mark.parametrize("smoke", [False, True])
-@pytest.mark.parametrize("parts", [gpu_session.PARTS, ("lane", "accelerator", "env_speed"),
-                                   ("loop_speed", "long_run"), ("long_run",)])
+@pytest.mark.parametrize("parts", [gpu_session.PARTS[:-1], gpu_session.PLANS["measure"],
+                                   gpu_session.PLANS["train"], ("loop_speed", "long_run"),
+                                   ("queue",)])
 def test_the_plan_fits_the_budget_in_priority_order(budget, smoke, parts):
     plan = gpu_session.make_plan(list(parts), budget, smoke=smoke, wheels=True)
-    assert [part for part, _, _ in plan] == list(parts)
-    table = gpu_session.SMOKE_BOXES if smoke else gpu_session.BOXES
+    assert [part for part, _, _, _ in plan] == list(parts)
     setup = gpu_session.SETUP_RESERVE["smoke" if smoke else "wheels"]
-    boxes = [box or 0 for _, box, _ in plan]
+    boxes = [box or 0 for _, box, _, _ in plan]
     assert sum(boxes) + setup + gpu_session.FINAL_RESERVE <= budget
-    for (part, box, why), _ in zip(plan, boxes, strict=True):
+    started = [box is not None for part, box, _, _ in plan
+               if part not in gpu_session.TAKES_THE_REST]
+    assert started == sorted(started, reverse=True)  # the lowest priorities are dropped first
+    for _, box, note, smallest in plan:
         if box:
-            assert box >= min(table[part][1], table[part][0] or box)
+            assert box >= smallest
         else:
-            assert why.startswith("the budget leaves")
-    if "long_run" in parts and plan[-1][1]:  # the long run takes everything that is left
+            assert note.startswith("the budget leaves")
+    if plan[-1][0] in gpu_session.TAKES_THE_REST and plan[-1][1]:  # it takes the rest
         assert sum(boxes) + setup + gpu_session.FINAL_RESERVE == budget
+
+
+def test_the_plan_sizes_parts_from_the_cost_table():
+    costs = {"device": "NVIDIA H200", "parts": {
+        "env_speed": {"work": gpu_session.WORK["env_speed"], "seconds": 40.0},
+        "accelerator": {"work": gpu_session.WORK["accelerator"] - 1, "seconds": 10.0},
+        "simplicial": {"work": gpu_session.WORK["simplicial"], "seconds": None,
+                       "at_least": 60.0}}}
+    plan = {p: (b, n) for p, b, n, _ in gpu_session.make_plan(
+        ["accelerator", "env_speed", "simplicial"], 590, costs=costs)}
+    assert plan["env_speed"][0] == math.ceil(40 * gpu_session.COST_MARGIN
+                                             + gpu_session.COST_SLACK)
+    assert plan["env_speed"][1].startswith("cost table: 40 s")
+    # measured on other work: unknown, the nominal box
+    assert plan["accelerator"] == (gpu_session.BOXES["accelerator"][0],
+                                   "cost unknown: nominal box")
+    assert plan["simplicial"] == (75, "cost table: more than 60 s, None")  # stopped at its box
+    # Short of time: the parts that size their own work shrink towards their smallest box, the
+    # fixed ones keep theirs, and a part whose smallest box does not fit is dropped.
+    fixed = gpu_session.part_box("lane_16bit")[0]
+    plan = gpu_session.make_plan(["lane_16bit", "accelerator", "simplicial"],
+                                 fixed + 30 + 21 + 25 + 10, wheels=False)
+    assert [(p, b) for p, b, _, _ in plan] == [("lane_16bit", fixed), ("accelerator", 30),
+                                               ("simplicial", 20)]
+    assert "shrunk from 50 s to fit" in plan[1][2]
+    plan = gpu_session.make_plan(["lane_16bit", "accelerator", "simplicial"],
+                                 fixed + 30 + 19 + 25 + 10, wheels=False)
+    assert [(p, b) for p, b, _, _ in plan] == [("lane_16bit", fixed), ("accelerator", 49),
+                                               ("simplicial", None)]  # it takes the time left
+
+
+def _session(**parts):
+    return {"started": "2026-12-01T10:00:00+00:00", "smoke": False,
+            "device": {"device_kind": "NVIDIA H200", "probe_seconds": 5.0},
+            "setup": {"seconds": 7.0}, "parts": parts}
+
+
+def test_update_costs_takes_what_a_session_measured(tmp_path, capsys):
+    work = gpu_session.WORK
+    session = _session(
+        env_speed={"work": work["env_speed"], "box_seconds": 105, "seconds": 80.5,
+                   "exit_code": 0, "timed_out": False, "compile_seconds": 3.0},
+        loop_speed={"work": work["loop_speed"], "box_seconds": 61, "seconds": 61.2,
+                    "exit_code": -2, "timed_out": True},
+        lane_16bit={"work": work["lane_16bit"], "box_seconds": 100, "seconds": 99.0,
+                    "exit_code": 0, "timed_out": False,
+                    "summary": {"counts": {"time_box": 3}}},
+        accelerator={"work": work["accelerator"] - 1, "box_seconds": 50, "seconds": 20.0,
+                     "exit_code": 0, "timed_out": False},
+        profile={"work": work["profile"], "box_seconds": 45, "seconds": 1.0, "exit_code": None,
+                 "error": "benchmarks/profile_update.py is missing"},
+        simplicial={"box_seconds": None, "work": work["simplicial"], "skipped": "budget"},
+        queue={"work": work["queue"], "box_seconds": 400, "seconds": 390.0, "exit_code": 0,
+               "timed_out": False, "kind": "boxworld", "overhead_seconds": 31.5})
+    before = {"device": "NVIDIA H200", "parts": {
+        "profile": {"work": work["profile"], "seconds": 30.0, "source": "old"},
+        "accelerator": {"work": work["accelerator"], "seconds": 44.0, "source": "old"}}}
+    after = gpu_session.update_costs(before, session)
+    parts = after["parts"]
+    assert parts["env_speed"]["seconds"] == 80.5 and parts["env_speed"]["compile_seconds"] == 3.0
+    assert "2026-12-01T10:00:00+00:00" in parts["env_speed"]["source"]
+    assert parts["loop_speed"]["seconds"] is None and parts["loop_speed"]["at_least"] == 61
+    assert parts["lane_16bit"]["at_least"] == 100  # tests skipped at its box: unfinished
+    assert parts["accelerator"]["seconds"] == 44.0  # older work, failed, skipped: kept
+    assert parts["profile"]["seconds"] == 30.0 and "simplicial" not in parts
+    assert parts["long_run"]["overhead_seconds"] == 31.5
+    assert parts["setup"]["seconds"] == 12.0
+    assert before["parts"].keys() == {"profile", "accelerator"}  # not changed in place
+    with pytest.raises(ValueError, match="--smoke session"):
+        gpu_session.update_costs(before, dict(session, smoke=True))
+    with pytest.raises(ValueError, match="the cost table is of 'NVIDIA H200'"):
+        gpu_session.update_costs(before, dict(session, device={"device_kind": "NVIDIA B200"}))
+    # The flag: the table file updated, then the plan sized from it.
+    (tmp_path / "costs.json").write_text(json.dumps(before))
+    (tmp_path / "session.json").write_text(json.dumps(session))
+    assert gpu_session.main([f"--costs={tmp_path / 'costs.json'}",
+                             f"--update_costs={tmp_path / 'session.json'}"]) == 0
+    assert json.loads((tmp_path / "costs.json").read_text()) == after
+    capsys.readouterr()
+    gpu_session.main([f"--costs={tmp_path / 'costs.json'}", "--parts=env_speed", "--plan_only"])
+    assert re.search(r"env_speed +98 s +cost table: 80.5 s, session.json of 2026-12-01",
+                     capsys.readouterr().out)
+    (tmp_path / "costs.json").write_text("{")
+    with pytest.raises(SystemExit) as exit_info:
+        gpu_session.main([f"--costs={tmp_path / 'costs.json'}", "--plan_only"])
+    assert exit_info.value.code == 2 and "--costs: " in capsys.readouterr().err
+
+
+def test_the_scripts_of_other_parts_are_called_with_their_flags(tmp_path):
+    assert gpu_session.profile_command(60, False, "benchmarks/results/profile_update_gpu") == [
+        "profile_update.py", "--preset=zambaldi_fig3_relational", "--num_envs=256",
+        "--updates=5", "--output=benchmarks/results/profile_update_gpu"]
+    assert gpu_session.profile_command(60, True, "o")[-1] == "--smoke"
+    assert gpu_session.simplicial_kernel_command(60, False, "o") == [
+        "simplicial_kernel_speed.py", "--sizes=1024,2048,4096,8192,16384", "--time_budget=45",
+        "--output=o"]
+    assert gpu_session.simplicial_kernel_command(20, True, "o")[-1] == "--smoke"
+    # A missing script: a clear failure of its part, and the session goes on.
+    session = gpu_session.Session.__new__(gpu_session.Session)
+    session.logs_dir = str(tmp_path)
+    entry = {}
+    session._run_script(entry, "simplicial_kernel", 60, ["no_such_script.py", "--smoke"])
+    assert entry["exit_code"] is None
+    assert entry["error"] == ("benchmarks/no_such_script.py is missing: this checkout has no "
+                              "such script")
+    assert entry["error"] in (tmp_path / "simplicial_kernel.log").read_text()
+
+
+def test_a_queued_reproduction_resumes_from_its_results_and_fits_its_box(tmp_path):
+    command, cap = gpu_session.reproduce_command(
+        "reproduce_tpr_babi", ["--mode=table2", "--tasks=1,2", "--max_minutes=3"], 400, 60,
+        str(tmp_path))
+    assert cap == 3  # the job's own cap, smaller than what the box leaves
+    available = (400 - gpu_session.GRACE - 5 - 60) / 60
+    assert command == ["-m", "benchmarks.reproduce_tpr_babi", "--mode=table2", "--tasks=1,2",
+                       f"--root_dir={tmp_path / 'root'}", "--max_minutes=3.00",
+                       f"--session_minutes={available - 3:.2f}",
+                       f"--output={tmp_path / 'results.md'}"]
+    (tmp_path / "results.json").write_text('{"runs": [1, 2]}')
+    command, cap = gpu_session.reproduce_command("reproduce_predinet", [], 400, 60,
+                                                 str(tmp_path))
+    assert cap == pytest.approx(available)  # one run, the whole box; no other starts
+    assert f"--resume_from={tmp_path / 'results.json'}" in command
+    assert command[-2:] == ["--session_minutes=0.08", f"--output={tmp_path / 'results'}"]
+    assert gpu_session._count_runs(str(tmp_path / "results.json")) == 2
 
 
 def test_the_lane_summary_counts_the_time_box_apart(tmp_path):
