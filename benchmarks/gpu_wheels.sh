@@ -18,12 +18,15 @@
 #   setuptools, wheel (pure)          -> `pip install --no-build-isolation .` of keras_relational
 #                                        itself (benchmarks/gpu_session.py), where the machine
 #                                        has no setuptools
+#   simplicial-attention 0.1.6 (pure) -> einops (pure), opt-einsum (with jax), torch and triton
+#                                        (on the GPU machine): lucidrains' Triton kernel, which
+#                                        benchmarks/simplicial_kernel_speed.py runs beside ours
 set -euo pipefail
 DEST=${1:-gpu_wheels}
 VERSIONS=${2:-"3.10 3.11 3.12"}
 PIP=${PIP:-python -m pip}
 PURE=(keras==3.15.1 namex rich markdown-it-py mdurl pygments absl-py packaging typing-extensions
-      pytest pluggy iniconfig dm-env attrs setuptools wheel)
+      pytest pluggy iniconfig dm-env attrs setuptools wheel simplicial-attention==0.1.6 einops)
 BINARY=(h5py optree dm-tree==0.1.10 wrapt)
 mkdir -p "$DEST"
 $PIP download --quiet --no-deps --only-binary=:all: -d "$DEST" "${PURE[@]}"
