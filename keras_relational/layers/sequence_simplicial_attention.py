@@ -1,5 +1,6 @@
 """Causal, sliding-window 2-simplicial attention over sequences (Roy et al. 2025, Secs. 4 and 6)."""
 
+import logging
 import math
 
 import keras
@@ -12,6 +13,10 @@ from keras_relational.layers.simplicial_scores import joint_pair_softmax, triple
 
 _LOGIT_FORMS = ("trilinear", "triple_product")
 _SIXTEEN_BIT = ("float16", "bfloat16")
+# Rows per program of the fused kernel: 64 on a GPU; 16 in Pallas' interpreter (tests).
+_KERNEL_BLOCK, _INTERPRETED_BLOCK = 64, 16
+_LOGGER = logging.getLogger(__name__)
+
 
 
 @keras.saving.register_keras_serializable(package="keras_relational")
@@ -58,6 +63,18 @@ class SequenceSimplicialAttention(keras.layers.Layer):
     A window longer than the sequence is cut to it (exactly the same outputs). Under a 16-bit
     dtype policy the logits and the softmax are computed in float32.
 
+    Fused kernel: under JAX on a GPU the layer computes the attention with a fused Pallas
+    (Triton) kernel instead, as Keras' ``ops.dot_product_attention`` takes cuDNN flash
+    attention: flash-style (the softmax's running maximum and sum over the window's pairs kept
+    in float32, the pair weights never stored: memory ``O(N d)`` in the forward and the backward
+    pass), products in the input dtype with float32 accumulation. It takes causal windows
+    (or ``window=None``), trilinear logits, float32, bfloat16 or float16, and ``key_dim`` and
+    ``value_dim`` powers of two from 16 to 256, without ``return_attention_scores``; any other
+    call runs the ``keras.ops`` form, with one logged line on a GPU. ``flash_attention=True``
+    forces the kernel (off a GPU, in Pallas' interpreter: slow, for tests) and is an error where
+    it cannot run; ``False`` forces the ``keras.ops`` form. Its speed against the ``keras.ops``
+    form, Keras' flash attention and lucidrains' Triton kernel is measured by
+    ``benchmarks/simplicial_kernel_speed.py`` (the ``simplicial_kernel`` part of a GPU session).
     Masking: a False position of the Keras ``mask`` ``[B, N]`` is never part of a scored pair and
     its own output row is 0.
 
@@ -81,7 +98,10 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         output_dim: width of the output projection ``W_O``; defaults to the input width F.
         query_chunk_size: C, the number of queries whose windows are formed at once; None forms
             them for the whole sequence at once. The peak memory of the forward pass grows with
-            C, its speed too (up to a point).
+            C, its speed too (up to a point). Unused by the fused kernel.
+        flash_attention: None (default): the fused kernel under JAX on a GPU where it can run,
+            else the ``keras.ops`` form; True: the kernel, an error where it cannot run; False:
+            the ``keras.ops`` form. See "Fused kernel" above.
         use_bias: add biases to the projections. Default False (as Roy et al.'s LLaMA-style
             models).
         kernel_initializer: initializer of the projection kernels (each its own clone).
@@ -127,6 +147,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         sqrt_epsilon=1e-12,  # as SimplicialAttention
         output_dim=None,
         query_chunk_size=256,
+        flash_attention=None,
         use_bias=False,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
@@ -148,6 +169,9 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         validation.check_positive_int(name, "output_dim", output_dim, allow_none=True)
         validation.check_positive_int(name, "query_chunk_size", query_chunk_size,
                                       allow_none=True)
+        if flash_attention is not None and not isinstance(flash_attention, bool):
+            raise ValueError(f"{name} expects `flash_attention` to be None, True or False, "
+                             f"received flash_attention={flash_attention!r}.")
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
@@ -159,6 +183,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         self.sqrt_epsilon = sqrt_epsilon
         self.output_dim = output_dim
         self.query_chunk_size = query_chunk_size
+        self.flash_attention = flash_attention
         self.use_bias = use_bias
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -272,6 +297,47 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         shape = ops.shape(weights)
         return attended, ops.reshape(weights, (batch, count, self.num_heads, shape[3], shape[4]))
 
+    def _kernel_unsupported(self, dtype, return_attention_scores):
+        """None if the fused kernel computes this call, else why not."""
+        backend = keras.backend.backend()
+        if backend != "jax":
+            return f"the Keras backend is {backend!r} (the kernel is JAX Pallas)"
+        if not self.causal:
+            return "causal=False (the kernel has causal windows only)"
+        if self.logit_form != "trilinear":
+            return f"logit_form={self.logit_form!r} (the kernel has trilinear logits only)"
+        if return_attention_scores:
+            return "return_attention_scores=True (the kernel never forms the pair weights)"
+        from keras_relational.layers import _pallas_simplicial  # imports JAX: only under JAX
+
+        return _pallas_simplicial.unsupported_reason(
+            keras.backend.standardize_dtype(dtype), self.key_dim, self._value_dim)
+
+    def _kernel_settings(self, dtype, return_attention_scores):
+        """None (the keras.ops form) or the fused kernel's ``block`` and ``interpret``."""
+        if self.flash_attention is False:
+            return None
+        on_gpu = False
+        if keras.backend.backend() == "jax":
+            import jax
+
+            on_gpu = jax.default_backend() == "gpu"
+        if self.flash_attention is None and not on_gpu:
+            return None
+        reason = self._kernel_unsupported(dtype, return_attention_scores)
+        if reason is None:  # off a GPU only when forced: Pallas' interpreter
+            return {"block": _KERNEL_BLOCK if on_gpu else _INTERPRETED_BLOCK,
+                    "interpret": not on_gpu}
+        if self.flash_attention:
+            raise ValueError(f"{type(self).__name__} cannot run its fused kernel "
+                             f"(flash_attention=True): {reason}. Pass flash_attention=None "
+                             f"(the kernel where it can run) or False (the keras.ops form).")
+        if not getattr(self, "_logged_fallback", False):
+            self._logged_fallback = True
+            _LOGGER.warning("%s %r: the keras.ops form instead of the fused kernel: %s.",
+                            type(self).__name__, self.name, reason)
+        return None
+
     def call(self, inputs, mask=None, return_attention_scores=False):
         length = inputs.shape[1]
         if length is None:
@@ -287,6 +353,18 @@ class SequenceSimplicialAttention(keras.layers.Layer):
                   for v in ops.split(self._dense(inputs, "value"), 2, axis=-1))
         valid = (ops.ones((batch, length), "bool") if mask is None
                  else ops.cast(mask, "bool"))
+        kernel = self._kernel_settings(q.dtype, return_attention_scores)
+        if kernel is not None:
+            from keras_relational.layers import _pallas_simplicial
+
+            attended = _pallas_simplicial.simplicial_attention(
+                q, k1, k2, v1, v2, valid, window=self.window or (length, length),
+                scale=self._scale, **kernel)
+            outputs = self._dense(
+                ops.reshape(attended, (batch, length, self.num_heads * dv)), "output")
+            if mask is not None:
+                outputs = ops.where(valid[:, :, None], outputs, ops.zeros_like(outputs))
+            return outputs
         extents = self.window_extents(length)
         size = length if self.query_chunk_size is None else min(self.query_chunk_size, length)
         chunks = -(-length // size)
@@ -371,6 +449,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
                 "sqrt_epsilon": self.sqrt_epsilon,
                 "output_dim": self.output_dim,
                 "query_chunk_size": self.query_chunk_size,
+                "flash_attention": self.flash_attention,
                 "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
