@@ -18,7 +18,6 @@ _KERNEL_BLOCK, _INTERPRETED_BLOCK = 64, 16
 _LOGGER = logging.getLogger(__name__)
 
 
-
 @keras.saving.register_keras_serializable(package="keras_relational")
 class SequenceSimplicialAttention(keras.layers.Layer):
     """2-simplicial attention over a sequence: each position attends to pairs of nearby positions.
@@ -75,6 +74,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
     it cannot run; ``False`` forces the ``keras.ops`` form. Its speed against the ``keras.ops``
     form, Keras' flash attention and lucidrains' Triton kernel is measured by
     ``benchmarks/simplicial_kernel_speed.py`` (the ``simplicial_kernel`` part of a GPU session).
+
     Masking: a False position of the Keras ``mask`` ``[B, N]`` is never part of a scored pair and
     its own output row is 0.
 
