@@ -311,3 +311,24 @@ def flag_fields():
     """The fields of :class:`TrainConfig` that the binary exposes as flags (simple types)."""
     return [f for f in dataclasses.fields(TrainConfig)
             if f.name not in ("environment", "eval_environment", "model_kwargs")]
+
+
+# What a resume may change (keras_relational.run_settings): these freely (how long and how
+# often), the optimizer's hyperparameters only with allow_changed_hyperparameters (the compiled
+# trainer applies them over the restored optimizer state; TF-Agents' checkpoint restores its
+# optimizer's, so it allows none), the rest (network, levels, algorithm, seed) never.
+RESUME_FREE = ("num_iterations", "max_seconds", "log_interval", "checkpoint_interval",
+               "policy_save_interval", "eval_interval", "eval_episodes", "eval_num_envs",
+               "test_presets", "num_ray_actors", "ray_address", "weight_sync_interval",
+               "jit_compile", "actor_jit_compile")
+RESUME_OPTIMIZER = ("learning_rate", "gradient_clip_norm")
+RESUME_FLAG_NAMES = {"head_units": "head_width"}  # train_boxworld's flag -> the network's argument
+
+
+def resume_settings(config):
+    """The settings of a run (``{name: JSON value}``) that a resume compares: ``config``'s fields,
+    the levels' and the network's arguments under their own names (evaluation levels left out:
+    they may change)."""
+    from keras_relational import run_settings
+
+    return run_settings.flat_settings(dataclasses.replace(config, eval_environment=None))

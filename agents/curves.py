@@ -16,12 +16,35 @@ import os
 FILENAME = "curves.jsonl"
 
 
-def read_curve(path):
-    """The rows of a ``curves.jsonl`` file (or of ``root_dir/curves.jsonl`` for a directory)."""
+def read_curve(path, warn=print):
+    """The rows of a ``curves.jsonl`` file (or of ``root_dir/curves.jsonl`` for a directory).
+
+    A damaged line (not UTF-8, not JSON, or not a row with a ``step``: a disk fault or an edit,
+    since the file is written atomically) is skipped, and one warning line names the file and
+    the line numbers; the next rewrite of the file leaves them out.
+    """
     if os.path.isdir(path):
         path = os.path.join(path, FILENAME)
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    rows, damaged = [], []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+            if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+                raise ValueError("not a row with an integer step")
+        except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            damaged.append((number, type(error).__name__))
+            continue
+        rows.append(row)
+    if damaged:
+        numbers = ", ".join(f"{n} ({why})" for n, why in damaged[:10]) + (
+            f" and {len(damaged) - 10} more" if len(damaged) > 10 else "")
+        warn(f"WARNING: skipping {len(damaged)} damaged line(s) of {path}: line {numbers}; "
+             f"the curve continues without them.")
+    return rows
 
 
 def _finite_or_none(value):
@@ -35,14 +58,16 @@ class CurveFile:
     Args:
         root_dir: the run's directory.
         start_step: the train step this piece starts (or resumes) from.
+        warn: prints the warning about damaged lines (see :func:`read_curve`).
     """
 
-    def __init__(self, root_dir, start_step):
+    def __init__(self, root_dir, start_step, warn=print):
         self.path = os.path.join(root_dir, FILENAME)
         self.rows = []
         if start_step and os.path.exists(self.path):
-            self.rows = [row for row in read_curve(self.path) if row["step"] <= start_step]
-        self._wall_offset = self.rows[-1]["wall_seconds"] if self.rows else 0.0
+            self.rows = [row for row in read_curve(self.path, warn) if row["step"] <= start_step]
+        wall = self.rows[-1].get("wall_seconds") if self.rows else None
+        self._wall_offset = float(wall) if isinstance(wall, (int, float)) else 0.0
 
     @property
     def last_step(self):

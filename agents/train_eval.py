@@ -20,7 +20,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
-from keras_relational import json_files, validation
+from keras_relational import json_files, run_settings, validation
 from keras_relational.agents import (
     acting,
     actor_state,
@@ -35,8 +35,11 @@ from keras_relational.agents.config import (
     AGENTS,  # noqa: F401  (re-exported: the names train_eval's callers know)
     ALGORITHMS,  # noqa: F401
     OPTIMIZERS,  # noqa: F401
+    RESUME_FLAG_NAMES,
+    RESUME_FREE,
     TrainConfig,
     preset_environment,
+    resume_settings,
     updated_config,
 )
 from keras_relational.agents.curves import CurveFile
@@ -59,6 +62,10 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
 
 
+@run_settings.resumable(
+    settings=lambda arguments: resume_settings(make_config(**{
+        k: v for k, v in arguments.items() if k != "print_fn"})),
+    optimizer=(), free=RESUME_FREE, flag_names=RESUME_FLAG_NAMES)
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld, evaluates it and exports its policy.

@@ -25,7 +25,7 @@ import time
 import keras
 import numpy as np
 
-from keras_relational import faults, json_files, validation
+from keras_relational import faults, json_files, run_settings, validation
 from keras_relational.environments import babi
 from keras_relational.experiments import (
     accuracy_targets,
@@ -182,6 +182,14 @@ ALL_TASKS_PRESET = {"entity_dim": 90, "relation_dim": 20, "hidden_dim": 40, "bat
                     "max_sentences": 130}
 
 
+# Settings a resume may change (run_settings): freely, and with allow_changed_hyperparameters.
+RESUME_FREE = ("epochs", "patience", "target_val_accuracy", "max_minutes", "jit_compile", "export",
+               "verbose", "distribution_strategy")
+RESUME_OPTIMIZER = ("learning_rate", "warmup_steps", "warmup_factor", "global_clipnorm",
+                    "lr_decay", "decay_threshold")
+
+
+@run_settings.resumable(optimizer=RESUME_OPTIMIZER, free=RESUME_FREE)
 def train_eval(
     root_dir,
     tasks=(1,),

@@ -21,7 +21,7 @@ import time
 import keras
 import numpy as np
 
-from keras_relational import json_files, validation
+from keras_relational import json_files, run_settings, validation
 from keras_relational.environments import babi
 from keras_relational.experiments import safe_backup
 from keras_relational.models import char_lm, precision
@@ -60,6 +60,7 @@ def sequences(ids, sequence_length):
     return inputs, targets
 
 
+@run_settings.resumable(optimizer=("learning_rate",), free=("epochs", "jit_compile", "verbose"))
 def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
                train_questions=1000, valid_questions=200, sequence_length=128, width=64,
                num_layers=2, num_heads=4, key_dim=16, num_key_value_heads=2, window=(32, 8),

@@ -21,7 +21,7 @@ import zlib
 import keras
 from absl import logging
 
-from keras_relational import validation
+from keras_relational import run_lock, validation
 from keras_relational.experiments import distribution_lib, safe_backup, symmetry_lib
 from keras_relational.experiments import palindromes_eval_lib as eval_lib
 from keras_relational.models import precision, symmetry
@@ -52,6 +52,7 @@ def build_sequence_model(model, write_mode="embedding_on_push", units=None, stac
     raise ValueError(f"model must be one of {SEQUENCE_MODELS}, received model={model!r}.")
 
 
+@run_lock.locks_root_dir
 def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", seed=0,
                            epochs=100, batch_size=128, learning_rate=1e-3,
                            write_mode="embedding_on_push", shift_entropy_cost=0.0,
@@ -353,6 +354,7 @@ def _fit_with_early_stopping(net, train, data, first, epochs, patience, stop_sco
             "selected_epoch": best_epoch}
 
 
+@run_lock.locks_root_dir
 def train_seeds(root_dir, models, conditions, seeds, n_per_length=20000, long_n_per_length=3333,
                 data_seed=0, **kwargs):
     """Trains every (condition, model, seed); returns the summary written to summary.json.

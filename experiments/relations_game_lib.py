@@ -45,6 +45,7 @@ from keras_relational.experiments import accuracy_targets, distribution_lib
 from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models import precision
 from keras_relational.models import relations_game as models
+from keras_relational.run_settings import resumable
 
 HELD_OUT_SETS = ("hexominoes", "stripes")
 STAGES = ("stage_1_scratch", "stage_2_curriculum", "stage_3_reuse", "stage_4_input_net")
@@ -469,6 +470,10 @@ def load_eval_files(paths, num_classes=None):
     return evals
 
 
+@resumable(
+    optimizer=("learning_rate",),
+    free=("num_batches", "early_stopping_accuracy", "steps_per_execution", "export", "verbose",
+          "distribution_strategy", "time_limit_s", "input_pipeline"))
 def train_eval(
     root_dir,
     central="predinet",

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 from absl import logging
 
-from keras_relational import validation
+from keras_relational import run_lock, validation
 from keras_relational.environments import rule_learning
 from keras_relational.experiments import distribution_lib, safe_backup, symmetry_lib
 from keras_relational.models import precision, symmetry
@@ -36,6 +36,7 @@ def build_rule_model(model, use_bias=False):
     raise ValueError(f"model must be one of {RULE_MODELS}, received model={model!r}.")
 
 
+@run_lock.locks_root_dir
 def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_size=16,
                              learning_rate=0.1, use_bias=False, restart_until_fit=False,
                              max_restarts=10, tensorboard=True, export=True, verbose=0,
@@ -112,6 +113,7 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
 
 
 
+@run_lock.locks_root_dir
 def train_seeds(root_dir, models, seeds, **kwargs):
     """Trains every (model, seed) and returns ``{model: {"runs": [...], "median_test": ...}}``.
 

@@ -3,7 +3,9 @@
 Keras writes ``latest.weights.h5`` in place and then ``training_metadata.json``: a process killed
 in between leaves a truncated weights file (a raw ``OSError`` on the next start) or weights and
 an epoch that do not match. Here every backup is written to temporary files first, renamed into
-place only when complete, and keeps the previous backup (``*.bkp``); the metadata records the
+place only when complete, and keeps the previous backup (``previous.weights.h5`` and
+``training_metadata.json.bkp``: Keras loads weights only from files named ``*.weights.h5``); the
+metadata records the
 weights file's CRC-32, so a restart uses the newest pair that matches, warns naming any backup
 it skips, and raises a clear error (naming the directory and how to start afresh) when backups
 exist but none can be read. A kill during the run's first backup write leaves only its
@@ -24,9 +26,11 @@ import zlib
 
 import keras
 
-from keras_relational import faults, json_files
+from keras_relational import faults, json_files, run_settings
 
 _WEIGHTS = "latest.weights.h5"
+_PREVIOUS_WEIGHTS = "previous.weights.h5"  # Keras loads only files named *.weights.h5
+_LEGACY_PREVIOUS_WEIGHTS = _WEIGHTS + ".bkp"  # the name before: Keras refuses to load it
 _METADATA = "training_metadata.json"
 
 
@@ -50,7 +54,7 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
     """``keras.callbacks.BackupAndRestore`` with atomic writes and a checked, fallible restore.
 
     Same arguments as Keras' callback (``backup_dir``, ``save_freq``, ``delete_checkpoint``);
-    the previous backup is always kept as ``*.bkp``.
+    the previous backup is always kept (``previous.weights.h5``, ``training_metadata.json.bkp``).
 
     Example:
 
@@ -73,9 +77,16 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
         return os.path.join(folder, "partial." + name.split(".", 1)[1]) \
             if name == _WEIGHTS else path + ".partial"
 
+    @staticmethod
+    def _previous(path):
+        """Where the previous backup of ``path`` is kept."""
+        folder, name = os.path.split(path)
+        return os.path.join(folder, _PREVIOUS_WEIGHTS) if name == _WEIGHTS else path + ".bkp"
+
     def _files(self, path):
-        """The existing copies of a backup file: latest, previous (.bkp), unfinished write."""
-        return [p for p in (path, path + ".bkp", self._partial(path)) if os.path.exists(p)]
+        """The existing copies of a backup file: latest, previous, unfinished write."""
+        return [p for p in (path, self._previous(path), self._partial(path))
+                if os.path.exists(p)]
 
     def on_train_begin(self, logs=None):
         # Keras reads `model._initial_epoch` and never resets it: a restore of an earlier `fit`
@@ -105,12 +116,22 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
         Raises:
             BackupError: backups exist, but none can be restored.
         """
+        legacy = os.path.join(self.backup_dir, _LEGACY_PREVIOUS_WEIGHTS)
+        previous = self._previous(self._weights_path)
+        if os.path.exists(legacy) and not os.path.exists(previous):
+            os.replace(legacy, previous)  # a backup directory of an older version: loadable now
         weights_files = self._files(self._weights_path)
         metadata_files = self._files(self._training_metadata_path)
         if not weights_files and not metadata_files:
             return None  # a fresh run
         if model.optimizer is not None and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)  # before its weights load
+        # An allowed change of the learning rate on resume (run_settings): the optimizer holds
+        # the new value now, and loading the backup would put the old one back.
+        new_learning_rate = None
+        if run_settings.changed("learning_rate") and model.optimizer is not None and isinstance(
+                model.optimizer.learning_rate, keras.Variable):
+            new_learning_rate = float(model.optimizer.learning_rate.numpy())
         checksums = {path: _crc32(path) for path in weights_files}
         skipped, records = [], []
         for path in metadata_files:
@@ -134,6 +155,8 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
             except (OSError, ValueError) as error:
                 skipped.append((matching[0], f"{type(error).__name__}: {str(error)[:200]}"))
                 continue
+            if new_learning_rate is not None:
+                model.optimizer.learning_rate.assign(new_learning_rate)
             for bad, why in skipped:
                 self._warn(f"WARNING: skipping the unreadable backup {bad} ({why}); resuming "
                            f"from {matching[0]} (epoch {epoch}).")
@@ -173,9 +196,9 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
                  "weights_crc32": _crc32(partial_weights), "logs": self._logs}), f)
         faults.point("backup_write")  # the fault tests kill here, above and below
         if os.path.exists(weights):
-            os.replace(weights, weights + ".bkp")
+            os.replace(weights, self._previous(weights))
         if os.path.exists(metadata):
-            os.replace(metadata, metadata + ".bkp")
+            os.replace(metadata, self._previous(metadata))
         faults.point("backup_rotate")
         os.replace(partial_weights, weights)
         os.replace(partial_metadata, metadata)

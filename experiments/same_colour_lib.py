@@ -11,7 +11,7 @@ import shutil
 
 import numpy as np
 
-from keras_relational import validation, whole_files
+from keras_relational import run_settings, validation, whole_files
 from keras_relational.experiments import distribution_lib
 
 _PALETTE = np.array(
@@ -57,6 +57,7 @@ def build_model(size=8, num_heads=2, key_dim=16, num_blocks=1):
     return keras.Model(inputs, logits, name="same_colour_relational")
 
 
+@run_settings.resumable(optimizer=("learning_rate",), free=("epochs", "distribution_strategy"))
 def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
                learning_rate=3e-3, seed=0, distribution_strategy="default",
                dtype_policy="float32"):

@@ -29,6 +29,7 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
+from keras_relational import run_settings
 from keras_relational.environments import babi
 from keras_relational.experiments import babi_lib, distribution_lib
 
@@ -65,6 +66,7 @@ flags.DEFINE_integer("patience", 30, "Early stopping patience in epochs (validat
 flags.DEFINE_float("target_val_accuracy", None, "Stop once validation accuracy reaches this.")
 flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes.")
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
+flags.DEFINE_bool(run_settings.ALLOW_FLAG, False, run_settings.ALLOW_HELP)
 console.define_dtype_policy_flag()
 console.require_ranges({
     "num_train": (1, None), "num_valid": (1, None), "num_test": (1, None),
@@ -115,6 +117,7 @@ def main(argv):
         seed=FLAGS.seed,
         distribution_strategy=FLAGS.distribution_strategy,
         dtype_policy=FLAGS.dtype_policy,
+        allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters,
     )
 
 

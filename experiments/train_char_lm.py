@@ -16,6 +16,7 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
+from keras_relational import run_settings
 from keras_relational.experiments import char_lm_lib, console
 
 FLAGS = flags.FLAGS
@@ -38,6 +39,7 @@ console.define_int_list("window", (32, 8), "w1,w2: the 2-simplicial attention's 
 flags.DEFINE_integer("epochs", 3, "Epochs.")
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_float("learning_rate", 3e-3, "Adam learning rate.")
+flags.DEFINE_bool(run_settings.ALLOW_FLAG, False, run_settings.ALLOW_HELP)
 flags.DEFINE_integer("seed", 0, "Seed of the corpus and the weights.")
 console.define_dtype_policy_flag()
 console.require_subset("attentions", ("simplicial", "dot_product"))
@@ -51,7 +53,8 @@ console.require_ranges({
 def main(argv):
     del argv
     results = char_lm_lib.train_eval(
-        FLAGS.root_dir, attentions=FLAGS.attentions, tasks=tuple(FLAGS.tasks),
+        FLAGS.root_dir, allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters,
+        attentions=FLAGS.attentions, tasks=tuple(FLAGS.tasks),
         train_questions=FLAGS.train_questions, valid_questions=FLAGS.valid_questions,
         sequence_length=FLAGS.sequence_length, width=FLAGS.width, num_layers=FLAGS.num_layers,
         num_heads=FLAGS.num_heads, key_dim=FLAGS.key_dim,

@@ -28,6 +28,7 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
+from keras_relational import run_settings
 from keras_relational.environments import relations_game
 from keras_relational.experiments import distribution_lib, relations_game_lib
 from keras_relational.models import relations_game as models
@@ -42,6 +43,7 @@ flags.DEFINE_integer("num_batches", 100_000, "Batches per run / per stage (paper
 flags.DEFINE_integer("batch_size", 10, "Batch size (paper: 10).")
 flags.DEFINE_enum("optimizer", "sgd", ["sgd", "adam"], "SGD (paper) or Adam (Supplement).")
 flags.DEFINE_float("learning_rate", 0.01, "Learning rate (paper: SGD 0.01; Adam 1e-4).")
+flags.DEFINE_bool(run_settings.ALLOW_FLAG, False, run_settings.ALLOW_HELP)
 flags.DEFINE_integer("num_train_examples", 50_000, "Generated pentomino images per task.")
 flags.DEFINE_integer("num_eval_examples", 5_000, "Held-out images per object set.")
 flags.DEFINE_integer("eval_interval", 500, "Batches between held-out evaluations.")
@@ -95,6 +97,7 @@ def main(argv):
         central_kwargs["num_heads"] = FLAGS.num_heads
     results = relations_game_lib.train_eval(
         FLAGS.root_dir,
+        allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters,
         central=FLAGS.central,
         task=FLAGS.task,
         curriculum_task=FLAGS.curriculum_task,

@@ -38,7 +38,8 @@ RESUME = re.compile(r"Resuming from (\S+): (?:train step|epoch|update) (\d+)")
 _TF_CHECKPOINT = re.compile(r"^ckpt-(\d+)\.index$")
 _NPZ_CHECKPOINT = re.compile(r"^ckpt-(\d+)\.npz$")
 _METADATA = re.compile(r"^training_metadata\.json(\.bkp|\.partial)?$")
-_WEIGHTS = ("latest.weights.h5", "latest.weights.h5.bkp", "partial.weights.h5")
+_WEIGHTS = ("latest.weights.h5", "previous.weights.h5", "latest.weights.h5.bkp",
+            "partial.weights.h5")
 # Names of files being written (temporary, partial, moved-aside): never outputs of their own.
 _IN_PROGRESS = re.compile(r"(^\.|^partial\.|^old\.|\.partial|\.tmp$|_temp|\.old$|\.corrupt$|"
                           r"\.bkp$|^tmp)")

@@ -18,7 +18,8 @@ None).
 import os
 import time
 
-from keras_relational import json_files, validation, whole_files, without_tensorflow
+from keras_relational import json_files, run_settings, validation, whole_files, without_tensorflow
+from keras_relational.agents import config as config_lib
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.compiled.learning import make_optimizer
@@ -51,6 +52,11 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
 
 
+@run_settings.resumable(
+    settings=lambda arguments: config_lib.resume_settings(make_config(**{
+        k: v for k, v in arguments.items() if k != "print_fn"})),
+    optimizer=config_lib.RESUME_OPTIMIZER, free=config_lib.RESUME_FREE,
+    flag_names=config_lib.RESUME_FLAG_NAMES)
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld with the compiled loop, evaluates it and exports it.
@@ -86,6 +92,11 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     if restored is not None:
         state, meta = restored
         start_step = meta["step"]
+        if run_settings.changed("learning_rate"):  # allowed: over the restored optimizer's
+            state["optimizer"] = [
+                keras.ops.convert_to_tensor(config.learning_rate, variable.dtype)
+                if variable.path.endswith("learning_rate") else value
+                for variable, value in zip(optimizer.variables, state["optimizer"], strict=True)]
         banks.close()
         banks = levels.LevelBanks(environment, config.levels_per_bank,
                                   config.max_levels_per_update, config.seed, **meta["banks"])

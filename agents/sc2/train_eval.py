@@ -28,7 +28,7 @@ import dataclasses
 import os
 import time
 
-from keras_relational import json_files, whole_files
+from keras_relational import json_files, run_lock, whole_files
 from keras_relational.agents.sc2.config import SC2Config
 
 
@@ -47,6 +47,7 @@ def make_environments(config):
             for i in range(config.num_envs)]
 
 
+@run_lock.locks_root_dir
 def train_eval(root_dir, config=None, *, model_kwargs=None, environments=None, print_fn=print,
                **hyperparameters):
     """Trains the SC2 agent with V-trace (resuming ``root_dir``'s run), exports its greedy policy.

@@ -3,9 +3,10 @@ character LM and rule learning.
 
 Each binary's library is killed with SIGKILL while a backup is written and while its model is
 exported (a deterministic point, ``KERAS_RELATIONAL_KILL_AT``, see ``keras_relational.faults``),
-with the newest backup truncated in between: every restart resumes from the newest valid
-backup (``keras_relational.experiments.safe_backup``), warns naming the file it skipped, trains
-only the epochs that were lost, and the last restart completes the run. Tiny sizes: each kill is
+with the unfinished backup and the newest complete one damaged in between (truncated, random
+bytes or garbage metadata): every restart resumes from the previous backup
+(``keras_relational.experiments.safe_backup``), warns naming the files it skipped, trains only
+the epochs that were lost, and the last restart completes the run. Tiny sizes: each kill is
 a fresh process (about 10 s of imports and compiling on 2 CPU cores).
 """
 
@@ -18,6 +19,7 @@ import subprocess
 import sys
 
 import pytest
+from backup_damage import DAMAGES, damage_newest_backup
 
 from keras_relational.experiments import safe_backup
 
@@ -30,7 +32,7 @@ class Case:
     function: str  # called as function(root_dir, **kwargs)
     kwargs: dict
     backup: str  # the backup directory the first kill leaves, relative to root_dir
-    write: int  # the backup write the first kill interrupts: its fit's epoch 2 (1 is complete)
+    write: int  # the backup write the first kill interrupts: its fit's epoch 3 (1, 2 complete)
     epochs: int  # the epochs of that backup's fit
     export: bool = True  # has an export kill point
     outputs: tuple = ()  # files of a finished run, relative to root_dir (the export last)
@@ -44,27 +46,27 @@ CASES = {
         dict(model="lstm", epochs=3, batch_size=64, n_per_length=12, long_n_per_length=2,
              restart_baseline=True, restart_epoch=1, restart_threshold=0.999, max_restarts=1,
              tensorboard=False, verbose=2, steps_per_execution=1),
-        "backup/attempt_1", write=3, epochs=3, outputs=("model.keras", "results.json")),
+        "backup/attempt_1", write=4, epochs=3, outputs=("model.keras", "results.json")),
     "relations_game": Case(
         "relations_game_lib", "train_eval",
         dict(central="mlp1", task="same", num_batches=6, eval_interval=2, batch_size=5,
              num_train_examples=20, num_eval_examples=10, num_monitor_examples=5,
              steps_per_execution=2, verbose=2),
-        "backup", write=2, epochs=3,
+        "backup", write=3, epochs=3,
         outputs=("results.json", "final.weights.h5", "saved_model/saved_model.pb")),
     "babi": Case(
         "babi_lib", "train_eval",
         dict(tasks=(1,), num_train=32, num_valid=16, num_test=16, entity_dim=4, relation_dim=3,
              hidden_dim=8, batch_size=16, epochs=3, jit_compile=False, verbose=2),
-        "backup", write=2, epochs=3,
+        "backup", write=3, epochs=3,
         outputs=("results.json", "saved_model/saved_model.pb")),
-    # The first attention finishes (2 backups); killed in the second one's epoch-2 backup.
+    # The first attention finishes (3 backups); killed in the second one's epoch-3 backup.
     "char_lm": Case(
         "char_lm_lib", "train_eval",
         dict(tasks=(1,), train_questions=4, valid_questions=2, sequence_length=16, width=8,
              num_layers=1, num_heads=2, key_dim=4, num_key_value_heads=1, window=(4, 2),
-             epochs=2, batch_size=8, jit_compile=False, verbose=2),
-        "backup/dot_product", write=4, epochs=2, export=False,
+             epochs=3, batch_size=8, jit_compile=False, verbose=2),
+        "backup/dot_product", write=6, epochs=3, export=False,
         outputs=("results.json", "results.md")),
 }
 
@@ -97,23 +99,25 @@ def test_binary_survives_kills_and_a_corrupt_backup(tmp_path, name):
     root = str(tmp_path / "run")
     backup = os.path.join(root, case.backup)
     last = f"Epoch {case.epochs}/{case.epochs}"
-    # Killed while writing a backup: the previous epoch's is in place, this one unfinished.
+    # Killed while writing a backup: epochs 1 (previous) and 2 (latest) in place, 3 unfinished.
     _killed_run(root, case, f"backup_write:{case.write}")
-    assert {"latest.weights.h5", "partial.weights.h5", "training_metadata.json",
-            "training_metadata.json.partial"} <= set(os.listdir(backup))
+    assert {"latest.weights.h5", "previous.weights.h5", "partial.weights.h5",
+            "training_metadata.json", "training_metadata.json.partial"} <= set(os.listdir(backup))
     with open(os.path.join(backup, "training_metadata.json")) as f:
-        assert json.load(f)["epoch"] == 1
-    # The newest (unfinished) backup corrupted: the restart skips it, naming it, resumes after
-    # epoch 1 and trains the others.
+        assert json.load(f)["epoch"] == 2
+    # The unfinished backup and the newest complete one damaged (each binary another way): the
+    # restart skips both, naming them, resumes from the previous backup (epoch 1; Keras refused
+    # its file name before issue 48) and trains the others.
     with open(os.path.join(backup, "partial.weights.h5"), "r+b") as f:
         f.truncate(100)
+    damage_newest_backup(backup, DAMAGES[sorted(CASES).index(name) % len(DAMAGES)])
     if case.export:  # ... and is killed while exporting
         out = _killed_run(root, case, "export:1")
         assert not os.path.exists(os.path.join(root, case.outputs[-1]))  # not exported yet
     else:
         _, out = _run_here(root, case)
     assert "skipping the unreadable backup" in out and ".partial" in out, out
-    assert "(epoch 1)" in out, out
+    assert "previous.weights.h5 (epoch 1)" in out, out
     assert f"Epoch 1/{case.epochs}" not in out and f"Epoch 2/{case.epochs}" in out, out
     assert last in out, out
     if case.export:  # the export restart trains nothing and finishes
