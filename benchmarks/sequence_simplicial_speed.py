@@ -16,9 +16,15 @@ backward; FLOPs are XLA's count (``cost_analysis()``) of the compiled forward-an
 program (for the 2-simplicial layer, of the same layer without query chunks: XLA counts a
 loop's body once); FLOP/s are those FLOPs over the median wall time of a step. ``--dtype=bfloat16``
 runs both layers under Keras' ``mixed_bfloat16`` policy (the 2-simplicial logits and softmax
-stay in float32); the device is named in the results. Runs unchanged on a GPU under JAX. The sizes
-run in the order given: with ``--time_budget`` (seconds) those not started within it are left out,
-and a size that runs out of device memory ends the list (both listed in the results).
+stay in float32); the device is named in the results. Runs unchanged on a GPU under JAX, where
+the 2-simplicial layer takes its fused Pallas kernel (``--flash_attention``, default: where it
+can run; each row names the path that ran). XLA does not count the FLOPs of a Pallas kernel:
+on the kernel path a step's FLOPs are the model's count of the attention (forward
+``4 B H N w1 w2 d``, forward + backward 3x that) plus XLA's count of the rest of the compiled
+step (the projections), and no query-chunk-free twin is compiled. The sizes run in the order
+given: with ``--time_budget`` (seconds) the measurements (one layer at one size) not started
+within it are left out, and a size that runs out of device memory ends the list (both listed in
+the results).
 
 Usage::
 
@@ -48,6 +54,9 @@ def parse_args(argv):
     parser.add_argument("--key_dim", type=int, default=32, help="head width (keys and values)")
     parser.add_argument("--chunk", type=int, default=256, help="query_chunk_size")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--flash_attention", choices=("auto", "true", "false"), default="auto",
+                        help="the 2-simplicial layer's flash_attention: auto (None: its fused "
+                        "kernel on a GPU where it can run), true or false")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
     parser.add_argument("--time_budget", type=float, default=None,
@@ -76,10 +85,27 @@ import keras_relational  # noqa: E402
 MIB = 2.0**20
 
 
-def simplicial(window, chunk=-1):
+def simplicial(window, chunk=-1, flash_attention=-1):
+    flash = {"auto": None, "true": True, "false": False}[ARGS.flash_attention]
     return keras_relational.SequenceSimplicialAttention(
         num_heads=ARGS.heads, key_dim=ARGS.key_dim, num_key_value_heads=ARGS.kv_heads,
-        window=window, query_chunk_size=ARGS.chunk if chunk == -1 else chunk, dtype=POLICY)
+        window=window, query_chunk_size=ARGS.chunk if chunk == -1 else chunk, dtype=POLICY,
+        flash_attention=flash if flash_attention == -1 else flash_attention)
+
+
+def path_of(layer):
+    """Which form of ``layer`` runs: "kernel" (its fused Pallas kernel) or "keras.ops"."""
+    if not isinstance(layer, keras_relational.SequenceSimplicialAttention):
+        return "-"
+    settings = layer._kernel_settings(keras.backend.standardize_dtype(layer.compute_dtype),
+                                      False)
+    return "keras.ops" if settings is None else "kernel"
+
+
+def attention_model_flops(layer, length):
+    """Forward + backward FLOPs of the 2-simplicial attention alone, the model's count."""
+    w1, w2 = (min(w, length) for w in layer.window)
+    return 3 * 2.0 * ARGS.batch * ARGS.heads * length * w1 * w2 * 2 * ARGS.key_dim
 
 
 class CausalMultiHeadAttention(keras.layers.Layer):
@@ -130,9 +156,14 @@ def measure(make_layer, length, make_unchunked=None):
     XLA's cost analysis counts a loop's body once, so the FLOPs of a chunked layer are counted
     on ``make_unchunked()``, the same layer without chunks (the same arithmetic, no loop).
     """
-    (forward, step), args = compiled_programs(make_layer(), length)
-    flops = cost(step if make_unchunked is None
-                 else compiled_programs(make_unchunked(), length)[0][1])
+    layer = make_layer()
+    path = path_of(layer)
+    (forward, step), args = compiled_programs(layer, length)
+    if path == "kernel":  # XLA counts the projections, not the Pallas kernel
+        flops = cost(step) + attention_model_flops(layer, length)
+    else:
+        flops = cost(step if make_unchunked is None
+                     else compiled_programs(make_unchunked(), length)[0][1])
     jax.block_until_ready(step(*args))  # warm-up
 
     def run():
@@ -142,7 +173,7 @@ def measure(make_layer, length, make_unchunked=None):
         jax.block_until_ready(out)
         return (time.perf_counter() - start) / ARGS.steps
 
-    return {"run": run, "flops": flops,
+    return {"run": run, "flops": flops, "path": path,
             "forward_mib": forward.memory_analysis().temp_size_in_bytes / MIB,
             "step_mib": step.memory_analysis().temp_size_in_bytes / MIB}
 
@@ -161,11 +192,12 @@ def equal_flops_window(length):
 
 def table(rows, title):
     print(f"\n### {title}\n")
-    print("| N | layer | window | ms / step | temp MiB (fwd) | temp MiB (fwd+bwd) | GFLOP / step "
-          "| GFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| N | layer | path | window | ms / step | temp MiB (fwd) | temp MiB (fwd+bwd) "
+          "| GFLOP / step | GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['N']} | {row['layer']} | {row['window']} | {row['ms']:.1f} | "
+        print(f"| {row['N']} | {row['layer']} | {row['path']} | {row['window']} | "
+              f"{row['ms']:.1f} | "
               f"{row['forward_mib']:.1f} | {row['step_mib']:.1f} | {row['gflop']:.2f} | "
               f"{row['gflops']:.1f} |")
 
@@ -190,13 +222,17 @@ def main():
             continue
         window = equal_flops_window(length)
         jobs = [("grows", f"2-simplicial {fixed}", lambda: simplicial(fixed),
-                 lambda: simplicial(fixed, None)),
+                 lambda: simplicial(fixed, None, False)),
                 ("equal", f"2-simplicial {window}", lambda window=window: simplicial(window),
-                 lambda window=window: simplicial(window, None)),
+                 lambda window=window: simplicial(window, None, False)),
                 ("both", "MultiHeadAttention", dot_product, None)]
         try:
-            measured += [(kind, length, name, measure(make, length, unchunked))
-                         for kind, name, make, unchunked in jobs]
+            for kind, name, make, unchunked in jobs:  # the budget is checked before each one
+                if (ARGS.time_budget is not None and measured
+                        and time.perf_counter() - start > ARGS.time_budget):
+                    left_out.append((length, f"time budget ({name} and after)"))
+                    break
+                measured.append((kind, length, name, measure(make, length, unchunked)))
         except Exception as error:  # XLA's RESOURCE_EXHAUSTED; larger N would not fit either
             if not out_of_memory(error):
                 raise
@@ -212,7 +248,7 @@ def main():
         seconds = statistics.median(ts)
         rows.append({"kind": kind, "N": length, "layer": name.split(" (")[0],
                      "window": name[len("2-simplicial "):] if "(" in name else "-",
-                     "ms": 1e3 * seconds, "forward_mib": m["forward_mib"],
+                     "path": m["path"], "ms": 1e3 * seconds, "forward_mib": m["forward_mib"],
                      "step_mib": m["step_mib"], "gflop": m["flops"] / 1e9,
                      "gflops": m["flops"] / 1e9 / seconds})
     table([r for r in rows if r["kind"] in ("grows", "both")],
@@ -220,9 +256,9 @@ def main():
     table([r for r in rows if r["kind"] in ("equal", "both")],
           "Equal FLOPs: 2-simplicial window w1 * w2 = N vs MultiHeadAttention")
     print("\nFLOP/s of the 2-simplicial layer relative to MultiHeadAttention at equal FLOPs: "
-          + ", ".join(f"N = {a['N']}: {a['gflops'] / b['gflops']:.0%}" for a, b in zip(
-              [r for r in rows if r["kind"] == "equal"],
-              [r for r in rows if r["kind"] == "both"], strict=True)) + ".")
+          + ", ".join(f"N = {a['N']}: {a['gflops'] / b['gflops']:.0%}"
+                      for a in rows if a["kind"] == "equal"
+                      for b in rows if b["kind"] == "both" and b["N"] == a["N"]) + ".")
     if left_out:
         print("\nLeft out: " + ", ".join(f"N = {n} ({why})" for n, why in left_out) + ".")
     if ARGS.output:
