@@ -94,8 +94,10 @@ PARTS = ("lane_layers", "lane_16bit", "lane_models", "accelerator", "env_speed",
 ALIASES = {"lane": ("lane_layers", "lane_16bit", "lane_models")}
 TAKES_THE_REST = ("long_run", "queue")  # at most one a session: the last part, with what is left
 # The named plans, in priority order (the order they run in).
+# env_speed last: the first H200 window measured it already (and it cannot shrink); it starts
+# when the parts before it leave its box.
 PLANS = {"measure": ("lane_layers", "lane_16bit", "lane_models", "accelerator", "profile",
-                     "loop_speed", "env_speed", "simplicial", "simplicial_kernel"),
+                     "loop_speed", "simplicial", "simplicial_kernel", "env_speed"),
          "train": ("profile", "queue")}
 # The lane's groups: the test function each part runs (tests/test_accelerator.py), and the
 # seconds before the end of its box after which no test starts (the longest test seen, 21.8 s of
@@ -108,7 +110,7 @@ MAX_BUDGET = 590  # a device command runs at most 600 s
 # (nominal box, smallest box worth running), seconds, on a GPU and in --smoke. The nominal box
 # stands for a part whose cost the cost table does not know.
 BOXES = {"lane_layers": (55, 55), "lane_16bit": (100, 100), "lane_models": (85, 85),
-         "accelerator": (50, 30), "env_speed": (95, 95), "loop_speed": (80, 60),
+         "accelerator": (50, 30), "env_speed": (95, 95), "loop_speed": (180, 150),
          "simplicial": (40, 20), "simplicial_kernel": (40, 20), "profile": (45, 35),
          "predinet": (420, 200), "long_run": (None, 150), "queue": (None, 150)}
 # The smoke's boxes are upper bounds for a loaded 2-core CPU: each part is a fresh process that
@@ -170,7 +172,8 @@ REPRODUCE = {"reproduce_tpr_babi": ("benchmarks.reproduce_tpr_babi", "--max_minu
              "reproduce_predinet": ("benchmarks.reproduce_predinet", "--max_minutes_per_cell")}
 REPRODUCE_OVERHEAD = {"gpu": 60, "smoke": 20}  # seconds of a piece outside its runs' caps
 # The loop sweep (loop_speed): one process and box per number of environments, the box split in
-# these proportions (the larger batches compile and start longer).
+# these proportions (the larger batches take longer a first update; 256 environments printed
+# their first progress line 15.1 s after the process started in the first H200 window).
 LOOP_ENVS = {"gpu": (256, 1024, 4096, 16384), "smoke": (2,)}
 LOOP_SHARES = {256: 1, 1024: 1, 4096: 1.25, 16384: 1.5, 2: 1}
 _PROBE = """
@@ -486,7 +489,8 @@ def make_plan(parts, budget, smoke=False, wheels=False, boxes=None, costs=None):
             plan.append((part, box, note, smallest))
         else:
             plan.append((part, None, f"the budget leaves {max(left - used, 0):.0f} s, less than "
-                         f"its smallest box {smallest:g} s ({note})", smallest))
+                         f"its smallest box {smallest:g} s ({note}); it starts if the parts "
+                         f"before it leave that", smallest))
     if rest:
         box = left - used
         smallest = wanted[rest][1]
@@ -502,7 +506,8 @@ def format_plan(plan, budget, smoke, wheels, costs=None, job=None):
     lines = [f"Plan for {budget:g} s ({'smoke, CPU' if smoke else 'device'}): setup {setup} s "
              f"(install, the device; {source}), then"]
     for part, box, note, _ in plan:
-        lines.append(f"  {part:<18} {f'{box:.0f} s' if box else 'skipped:':>8}  {note}")
+        label = f"{box:.0f} s" if box else "if left:" if "it starts if" in note else "skipped:"
+        lines.append(f"  {part:<18} {label:>8}  {note}")
         if part == "queue" and job is not None:
             lines.append(f"  {'':<18} {'':>8}  job: {describe_job(job)}")
     lines.append(f"  {'(final)':<18} {f'{FINAL_RESERVE} s':>8}")
@@ -839,6 +844,15 @@ class Session:
     def run_part(self, part, planned):
         entry = self.record["parts"][part] = {"box_seconds": None, "work": WORK[part]}
         (note, smallest), = [(n, s) for p, _, n, s in self.plan if p == part]
+        index = [p for p, _, _, _ in self.plan].index(part)
+        later = sum(b or 0 for _, b, _, _ in self.plan[index + 1:])  # their planned boxes
+        if planned is None and part not in TAKES_THE_REST:
+            # Left out of the plan: it starts if the parts before it left its smallest box.
+            planned = min(part_box(part, self.args.smoke, self.args.cost_table,
+                                   self.args.boxes)[0], self.left() - later)
+            if planned < smallest:
+                entry["skipped"] = note
+                return
         if planned is None:
             entry["skipped"] = note
             return
@@ -847,8 +861,6 @@ class Session:
         elif part in FIXED_WORK:
             box = min(planned, self.left())
         else:  # what earlier parts left unused, up to the box it wants
-            index = [p for p, _, _, _ in self.plan].index(part)
-            later = sum(b or 0 for _, b, _, _ in self.plan[index + 1:])  # their planned boxes
             wanted = part_box(part, self.args.smoke, self.args.cost_table, self.args.boxes)[0]
             box = min(max(planned, min(wanted, self.left() - later)), self.left())
         if box < smallest:

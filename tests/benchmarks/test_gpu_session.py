@@ -159,14 +159,17 @@ def test_the_repository_queue_and_cost_table_load():
 def test_each_named_plan_fits_540_seconds_on_the_h200(plan, capsys):
     costs = gpu_session.load_costs(gpu_session.COSTS)
     boxes = gpu_session.make_plan(list(gpu_session.PLANS[plan]), 540, wheels=True, costs=costs)
-    assert all(box for _, box, _, _ in boxes), boxes  # every part of the plan starts
     setup, _ = gpu_session.setup_reserve(False, True, costs)
-    assert setup + sum(box for _, box, _, _ in boxes) + gpu_session.FINAL_RESERVE <= 540
+    assert setup + sum(box or 0 for _, box, _, _ in boxes) + gpu_session.FINAL_RESERVE <= 540
+    # Every part has its box, but the last of the measuring plan (env_speed, measured in the
+    # first window and 105 s that cannot shrink) may wait for the time the others leave.
+    waiting = [p for p, box, _, _ in boxes if not box]
+    assert waiting in ([], ["env_speed"]), boxes
     if plan == "train":
         assert dict((p, b) for p, b, _, _ in boxes)["queue"] >= 400
     gpu_session.main([f"--plan={plan}", "--plan_only"])
     out = capsys.readouterr().out
-    assert "skipped" not in out and "Plan for 540 s (device)" in out
+    assert "skipped:" not in out and "Plan for 540 s (device)" in out
 
 
 @pytest.mark.parametrize("budget", [120, 300, 540, 590])
@@ -219,6 +222,38 @@ def test_the_plan_sizes_parts_from_the_cost_table():
                                  fixed + 30 + 19 + 25 + 10, wheels=False)
     assert [(p, b) for p, b, _, _ in plan] == [("lane_16bit", fixed), ("accelerator", 49),
                                                ("simplicial", None)]  # it takes the time left
+
+
+def _fake_session(tmp_path, plan, left):
+    """A Session with ``plan`` and ``left()`` seconds left whose parts record their box."""
+    session = gpu_session.Session.__new__(gpu_session.Session)
+    session.args = gpu_session.parse_args(["--plan_only", "--parts=lane_layers"])
+    session.plan, session.record, session.results_dir = plan, {"parts": {}}, str(tmp_path)
+    session.left = lambda: left
+    ran = {}
+    for part in gpu_session.PARTS:
+        setattr(session, f"_part_{part}", lambda entry, box, part=part: ran.update({part: box}))
+    return session, ran
+
+
+def test_a_part_left_out_of_the_plan_starts_when_earlier_parts_leave_its_box(tmp_path):
+    waiting = "the budget leaves 1 s, less than its smallest box 105 s; it starts if ..."
+    plan = [("env_speed", None, waiting, 105), ("simplicial", 20, "nominal", 20)]
+    session, ran = _fake_session(tmp_path, plan, left=150)
+    session.run_part("env_speed", None)
+    assert ran == {"env_speed": 105}  # its box, with the later part's box kept for it
+    session, ran = _fake_session(tmp_path, plan, left=120)
+    session.run_part("env_speed", None)
+    assert ran == {} and session.record["parts"]["env_speed"]["skipped"] == waiting
+    # A part that sizes its own work takes what earlier parts left, up to the box it wants.
+    session, ran = _fake_session(tmp_path, [("simplicial", 20, "nominal", 20),
+                                            ("profile", 35, "nominal", 35)], left=200)
+    session.run_part("simplicial", 20)
+    assert ran == {"simplicial": gpu_session.BOXES["simplicial"][0]}
+    session, ran = _fake_session(tmp_path, [("simplicial", 20, "nominal", 20),
+                                            ("profile", 35, "nominal", 35)], left=60)
+    session.run_part("simplicial", 20)
+    assert ran == {"simplicial": 25}
 
 
 def _session(**parts):
@@ -350,10 +385,10 @@ def test_the_run_archive_keeps_the_newest_checkpoint_only(tmp_path):
     assert gpu_session.newest_checkpoint_step(unpacked) == 200
 
 
-def _smoke(out, *argv):
-    command = [sys.executable, _SCRIPT, "--smoke", f"--out={out}", "--budget_seconds=240",
+def _smoke(out, *argv, budget=540):
+    command = [sys.executable, _SCRIPT, "--smoke", f"--out={out}", f"--budget_seconds={budget}",
                *argv]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+    done = subprocess.run(command, capture_output=True, text=True, timeout=budget + 60,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with open(os.path.join(out, "session.json")) as f:
@@ -364,20 +399,21 @@ def _smoke(out, *argv):
 @pytest.mark.subprocess
 def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
     # The lane (one layer case on the CPU), a Table 1 cell of RN and the long run's first piece.
-    first = _smoke(tmp_path / "one", "--parts=lane,predinet,long_run")
+    first = _smoke(tmp_path / "one", "--parts=lane_layers,predinet,long_run", budget=300)
     files = sorted(os.listdir(tmp_path / "one"))
     assert files == ["logs.txt", "results.tar.gz", "session.json", "summary.md",
                      "zambaldi_fig3_relational.tar.gz"]
     assert first["device"]["platform"] == "cpu" and first["smoke"]
-    assert [p["part"] for p in first["plan"]] == ["lane", "predinet", "long_run"]
-    lane = first["parts"]["lane"]
+    assert [p["part"] for p in first["plan"]] == ["lane_layers", "predinet", "long_run"]
+    lane = first["parts"]["lane_layers"]
     assert lane["exit_code"] == 0 and lane["summary"]["counts"]["passed"] == 1
-    assert lane["results"] == ["accelerator_lane_smoke.json", "accelerator_lane_smoke.md"]
+    assert lane["results"] == ["accelerator_lane_layers_smoke.json",
+                               "accelerator_lane_layers_smoke.md"]
     predinet = first["parts"]["predinet"]
     assert predinet["exit_code"] == 0 and not predinet["timed_out"]
     assert predinet["results"] == ["predinet_table1.json", "predinet_table1.md"]
     with tarfile.open(tmp_path / "one" / "results.tar.gz") as archive:
-        assert "smoke/benchmarks/results/accelerator_lane_smoke.md" in archive.getnames()
+        assert "smoke/benchmarks/results/accelerator_lane_layers_smoke.md" in archive.getnames()
         table = json.load(archive.extractfile("smoke/benchmarks/results/predinet_table1.json"))
     # The committed table's runs (--resume_from) and the new cell, trained under JAX.
     new = [r for r in table["runs"] if r.get("backend") == "jax"]
@@ -388,7 +424,7 @@ def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
     assert run["exit_code"] == 0 and not run["timed_out"]
     assert run["start_step"] == 0 and run["end_step"] >= 1
     assert run["archive_bytes"] < gpu_session.ARCHIVE_LIMIT
-    assert first["wall_seconds"] < 240
+    assert first["wall_seconds"] < 300
     archive = str(tmp_path / "one" / "zambaldi_fig3_relational.tar.gz")
     with tarfile.open(archive) as packed:
         names = packed.getnames()
@@ -397,7 +433,8 @@ def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
             f"zambaldi_fig3_relational/train/checkpoints/ckpt-{run['end_step']}.npz"} <= set(names)
 
     # The next session's piece continues the run's step count.
-    second = _smoke(tmp_path / "two", "--parts=long_run", f"--resume_archive={archive}")
+    second = _smoke(tmp_path / "two", "--parts=long_run", f"--resume_archive={archive}",
+                    budget=240)
     piece = second["parts"]["long_run"]
     assert piece["exit_code"] == 0 and piece["start_step"] == run["end_step"]
     assert piece["end_step"] > run["end_step"]
@@ -408,6 +445,53 @@ def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
     assert [(p["start_step"], p["end_step"]) for p in pieces] == [
         (0, run["end_step"]), (run["end_step"], piece["end_step"])]
     assert meta["meta"]["flags"][0] == "--level_source=device"
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_train_plan_continues_its_queued_job_from_the_archive(tmp_path):
+    queue = _queue(tmp_path / "queue.json", [dict(_JOB, frame_target=10**9)])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    flags = [f"--queue={queue}", f"--runs_dir={runs}"]
+    first = _smoke(tmp_path / "one", *flags, "--plan=train")
+    assert [p["part"] for p in first["plan"]] == ["profile", "queue"]
+    profile = first["parts"]["profile"]
+    assert profile["exit_code"] == 0 and not profile["timed_out"], profile
+    assert profile["results"] == ["profile_update_smoke.json", "profile_update_smoke.md"]
+    piece = first["parts"]["queue"]
+    assert piece["job"] == "fig3" and piece["exit_code"] == 0 and not piece["timed_out"]
+    assert piece["start_step"] == 0 and piece["end_step"] >= 1 and not piece["finished"]
+    assert sorted(os.listdir(tmp_path / "one")) == ["fig3.tar.gz", "logs.txt", "results.tar.gz",
+                                                    "session.json", "summary.md"]
+    # The archive comes back to the runs folder (the lead commits it): the next piece goes on.
+    os.replace(tmp_path / "one" / "fig3.tar.gz", runs / "fig3.tar.gz")
+    second = _smoke(tmp_path / "two", *flags, "--parts=queue")
+    again = second["parts"]["queue"]
+    assert again["exit_code"] == 0 and again["start_step"] == piece["end_step"]
+    assert again["end_step"] > piece["end_step"]
+    meta = gpu_session.read_archive(str(tmp_path / "two" / "fig3.tar.gz"))["meta"]
+    assert [(p["start_step"], p["end_step"]) for p in meta["pieces"]] == [
+        (0, piece["end_step"]), (piece["end_step"], again["end_step"])]
+    assert meta["frame_target"] == 10**9 and meta["preset"] == "zambaldi_fig3_relational"
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_measure_plan_completes_every_part_in_smoke(tmp_path):
+    session = _smoke(tmp_path / "out", "--plan=measure")
+    assert [p["part"] for p in session["plan"]] == list(gpu_session.PLANS["measure"])
+    for part, entry in session["parts"].items():
+        script = {"simplicial_kernel": "simplicial_kernel_speed.py"}.get(part)
+        if script and not os.path.exists(os.path.join(_REPO_ROOT, "benchmarks", script)):
+            assert entry["error"] == f"benchmarks/{script} is missing: this checkout has no " \
+                                     f"such script"
+            continue
+        assert entry["exit_code"] == 0 and not entry["timed_out"], (part, entry)
+        assert entry["results"], part
+    for part in ("lane_layers", "lane_16bit", "lane_models"):
+        assert session["parts"][part]["summary"]["counts"]["passed"] == 1
+    assert session["wall_seconds"] < 540
 
 
 def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
