@@ -31,6 +31,24 @@ def _holder(root):
     return process
 
 
+def _trainers():
+    from keras_relational.agents.compiled import train_eval as compiled
+    from keras_relational.agents.sc2 import train_eval as sc2
+    from keras_relational.experiments import (
+        babi_lib,
+        char_lm_lib,
+        palindromes_lib,
+        relations_game_lib,
+        rule_learning_lib,
+        same_colour_lib,
+    )
+
+    return [compiled.train_eval, sc2.train_eval, babi_lib.train_eval, char_lm_lib.train_eval,
+            palindromes_lib.palindromes_train_eval, palindromes_lib.train_seeds,
+            relations_game_lib.train_eval, rule_learning_lib.rule_learning_train_eval,
+            rule_learning_lib.train_seeds, same_colour_lib.train_eval]
+
+
 def test_a_second_start_refuses_naming_the_holder_and_a_killed_holder_is_taken_over(tmp_path):
     root = str(tmp_path / "run")
     holder = _holder(root)
@@ -43,6 +61,11 @@ def test_a_second_start_refuses_naming_the_holder_and_a_killed_holder_is_taken_o
             with run_lock.hold(root):
                 pass
         assert time.time() - start < 5  # refused at once, not waiting for the holder
+        # Every trainer's train_eval takes the lock first: refused before writing anything.
+        for train_eval in _trainers():
+            with pytest.raises(run_lock.RunLockError, match=rf"process {holder.pid} on host"):
+                train_eval(root)
+        assert os.listdir(root) == [run_lock.FILENAME]
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
