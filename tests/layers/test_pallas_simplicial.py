@@ -2,7 +2,8 @@
 reference: outputs and the gradients of the queries, both keys and both values.
 
 The interpreter compiles each shape for about 20 s on a 2-core machine; one case runs by
-default, the others are marked slow. The same kernels on a GPU: benchmarks/simplicial_kernel_speed.py.
+default, the others are marked slow. The same kernels on a GPU:
+benchmarks/simplicial_kernel_speed.py.
 """
 
 import jax
@@ -146,3 +147,24 @@ def test_invalid_block_and_heads_are_errors():
     with pytest.raises(ValueError, match="block"):
         _pallas_simplicial.simplicial_attention(*arrays, valid, window=(2, 2), scale=1.0,
                                                 block=12, interpret=True)
+
+
+@pytest.mark.accelerator
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_compiled_kernel_on_a_gpu_matches_the_dense_reference(dtype):
+    """The Triton-compiled kernels (not the interpreter) at a head dim of 64 and 64-row blocks,
+    N = 300 (ragged), a first window over two blocks: outputs and the five gradients."""
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"JAX's default backend is {jax.default_backend()!r}, not a GPU")
+    arrays, valid, cotangent = inputs(2, 300, 4, 2, 64, 64, seed=5)
+    low = [x.astype(dtype) for x in arrays]
+    exact = [x.astype(jnp.float32) for x in low]
+    kernel = value_and_grads(lambda *a: _pallas_simplicial.simplicial_attention(
+        *a, valid, window=(100, 16), scale=0.125, block=64), low, cotangent)
+    with jax.default_matmul_precision("highest"):
+        expected = value_and_grads(
+            lambda *a: dense_reference(*a, valid, (100, 16), 0.125), exact, cotangent)
+    limit = 1e-4 if dtype == "float32" else 8 * float(jnp.finfo(dtype).eps)
+    for name, got, want in zip(NAMES, kernel, expected, strict=True):
+        error = np.max(np.abs(got - want)) / np.max(np.abs(want))
+        assert error < limit, (name, error)
