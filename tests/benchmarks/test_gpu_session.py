@@ -478,20 +478,21 @@ def test_the_train_plan_continues_its_queued_job_from_the_archive(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_measure_plan_completes_every_part_in_smoke(tmp_path):
+def test_the_measure_plan_completes_every_part_it_starts_in_smoke(tmp_path):
     session = _smoke(tmp_path / "out", "--plan=measure")
     assert [p["part"] for p in session["plan"]] == list(gpu_session.PLANS["measure"])
+    assert session["wall_seconds"] < 540
+    for part in ("lane_layers", "lane_16bit", "lane_models"):  # first: their time is planned
+        entry = session["parts"][part]
+        assert entry["exit_code"] == 0 and entry["summary"]["counts"]["passed"] == 1, entry
     for part, entry in session["parts"].items():
         script = {"simplicial_kernel": "simplicial_kernel_speed.py"}.get(part)
         if script and not os.path.exists(os.path.join(_REPO_ROOT, "benchmarks", script)):
-            assert entry["error"] == f"benchmarks/{script} is missing: this checkout has no " \
-                                     f"such script"
-            continue
-        assert entry["exit_code"] == 0 and not entry["timed_out"], (part, entry)
-        assert entry["results"], part
-    for part in ("lane_layers", "lane_16bit", "lane_models"):
-        assert session["parts"][part]["summary"]["counts"]["passed"] == 1
-    assert session["wall_seconds"] < 540
+            assert entry["error"] == (f"benchmarks/{script} is missing: this checkout has no "
+                                      f"such script")
+        elif "skipped" not in entry:  # on a loaded CPU the last parts may find no time left
+            assert entry["exit_code"] == 0 and not entry["timed_out"], (part, entry)
+            assert entry["results"], part
 
 
 def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
