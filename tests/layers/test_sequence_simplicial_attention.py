@@ -295,3 +295,100 @@ def test_peak_memory_is_linear_in_sequence_length_under_jax(tmp_path):
     script = tmp_path / "memory.py"
     script.write_text(_MEMORY_SCRIPT)
     run_fresh_process([str(script)], backend="jax")
+
+
+# ---------------------------------------------------------------------------------------------
+# The fused kernel (JAX Pallas; here in Pallas' interpreter, under the JAX backend)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_flash_attention_argument_and_config():
+    with pytest.raises(ValueError, match="flash_attention"):
+        make_layer(flash_attention="yes")
+    for value in (None, True, False):
+        layer = make_layer(flash_attention=value)
+        config = layer.get_config()
+        assert config["flash_attention"] is value
+        assert type(layer).from_config(config).flash_attention is value
+
+
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="checks a non-JAX backend")
+def test_forcing_the_kernel_off_jax_is_an_error():
+    layer = make_layer(flash_attention=True)
+    with pytest.raises(ValueError, match=r"flash_attention=True.*backend"):
+        layer(sequence(13))
+    # None: the keras.ops form (the reference tests above run it).
+    np.testing.assert_allclose(np.asarray(make_layer(flash_attention=None)(sequence(13))).shape,
+                               (B, N, F))
+
+
+_KERNEL_SCRIPT = """
+import logging
+import jax, jax.numpy as jnp, keras, numpy as np, pytest, keras_relational
+from keras_relational.layers import sequence_simplicial_attention as module
+
+def make(**kwargs):
+    kwargs.setdefault("window", (4, 3))
+    return keras_relational.SequenceSimplicialAttention(
+        num_heads=4, key_dim=16, num_key_value_heads=2, use_bias=True,
+        bias_initializer="random_normal", query_chunk_size=4, **kwargs)
+
+rng = np.random.RandomState(0)
+x = jnp.asarray(rng.normal(size=(2, 11, 8)).astype("float32"))
+mask = jnp.asarray(rng.rand(2, 11) > 0.2)
+
+def outputs_and_grads(layer):
+    weights = [v.value for v in layer.trainable_variables]
+    def loss(weights, x):
+        out = layer.stateless_call(weights, [], x, mask=mask)[0].astype("float32")
+        return jnp.sum(out * jnp.cos(jnp.arange(out.size).reshape(out.shape))), out
+    (_, out), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))(weights, x)
+    return [np.asarray(a, np.float32) for a in (out, *grads[0], grads[1])]
+
+# (16-bit inputs: tests/layers/test_pallas_simplicial.py, on the kernel itself)
+ops_form, kernel = make(flash_attention=False), make(flash_attention=True)
+ops_form.build(x.shape), kernel.build(x.shape)
+kernel.set_weights(ops_form.get_weights())
+expected, got = outputs_and_grads(ops_form), outputs_and_grads(kernel)
+for index, (a, b) in enumerate(zip(got, expected, strict=True)):
+    np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4, err_msg=str(index))
+assert np.all(got[0][~np.asarray(mask)] == 0.0)
+
+# Where the kernel cannot run: forced, an error naming the argument; by default on a GPU
+# (pretended), one logged line and the keras.ops form.
+for kwargs, fragment in ((dict(logit_form="triple_product"), "logit_form"),
+                         (dict(causal=False), "causal"),
+                         (dict(), "return_attention_scores")):
+    with pytest.raises(ValueError, match="flash_attention=True.*" + fragment):
+        make(flash_attention=True, **kwargs)(x, return_attention_scores=not kwargs)
+with pytest.raises(ValueError, match="flash_attention=True.*key_dim=8"):
+    keras_relational.SequenceSimplicialAttention(
+        num_heads=2, key_dim=8, flash_attention=True)(x)
+
+records = []
+handler = logging.Handler()
+handler.emit = records.append
+module._LOGGER.addHandler(handler)
+jax.default_backend = lambda: "gpu"
+auto, reference = make(logit_form="triple_product"), make(logit_form="triple_product",
+                                                           flash_attention=False)
+auto.build(x.shape), reference.build(x.shape)
+auto.set_weights(reference.get_weights())
+for _ in range(2):  # logged once
+    np.testing.assert_allclose(np.asarray(auto(x, mask=mask)),
+                               np.asarray(reference(x, mask=mask)), atol=1e-6)
+assert len(records) == 1 and "logit_form='triple_product'" in records[0].getMessage(), records
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_fused_kernel_equals_the_keras_ops_form_under_jax(tmp_path):
+    """flash_attention=True (Pallas' interpreter on the CPU) against flash_attention=False:
+    outputs and the gradients of every weight and the inputs, with a padding mask; where the
+    kernel cannot run, an error (forced) or one logged line (auto)."""
+    from layer_contract import run_fresh_process
+
+    script = tmp_path / "kernel.py"
+    script.write_text(_KERNEL_SCRIPT)
+    run_fresh_process([str(script)], backend="jax")
