@@ -171,6 +171,30 @@ def test_train_eval_outputs_and_resume_equals_uninterrupted_run(tmp_path, monkey
     assert json.loads(str(again["meta"])) == json.loads(str(final["meta"]))
     assert trained  # the exported model holds weights
 
+    # Resumed with another network: refused naming the flag, before any checkpoint is read
+    # (issue 48: an error about array shapes); another learning rate only when allowed, then
+    # logged and applied over the restored optimizer's.
+    from keras_relational import run_settings
+
+    wider = dict(_TINY, model_kwargs=dict(_TINY["model_kwargs"], head_units=(16,), key_dim=4))
+    with pytest.raises(run_settings.SettingsError,
+                       match=r"--head_width \(head_units\): \[8\] in the run, \[16\] now; "
+                             r"--key_dim: 8 in the run, 4 now"):
+        compiled_train_eval.train_eval(resumed, num_iterations=4, **wider)
+    with pytest.raises(run_settings.SettingsError,
+                       match=r"--learning_rate: 0\.0002 in the run, 0\.001 now.*"
+                             r"--allow_changed_hyperparameters"):
+        compiled_train_eval.train_eval(resumed, num_iterations=4, learning_rate=1e-3, **_TINY)
+    lines = []
+    compiled_train_eval.train_eval(resumed, num_iterations=4, learning_rate=1e-3, eval_episodes=0,
+                                   allow_changed_hyperparameters=True, print_fn=lines.append,
+                                   **_TINY)
+    assert "changed optimizer hyperparameters (--learning_rate: 0.0002 in the run, 0.001 now" \
+        in lines[0], lines
+    rates = [float(a) for a in _final_checkpoint(resumed).values() if a.dtype == np.float32
+             and a.shape == () and np.isclose(a, (2e-4, 1e-3)).any()]
+    assert rates and np.allclose(rates, 1e-3), rates
+
 
 def test_event_files_are_read_by_tensorflow(tmp_path):
     writer = without_tensorflow.ScalarWriter(str(tmp_path))
