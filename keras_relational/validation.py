@@ -284,7 +284,7 @@ def offset_seed(argument, seed, offset, scale=1):
     return int((int(seed) * int(scale) + int(offset)) % 2**32)
 
 
-def check_mask_shape(layer, mask_shape, entities_shape, argument="mask"):
+def check_mask_shape(layer, mask_shape, entities_shape, argument="mask", of="entities"):
     """Raises a ValueError unless a Keras mask ``[B, T]`` fits entities ``[B, T, F]``.
 
     Unknown (None) dimensions on either side are not compared; the check runs when a layer is
@@ -297,8 +297,8 @@ def check_mask_shape(layer, mask_shape, entities_shape, argument="mask"):
                                         for m, e in zip(mask_shape, expected, strict=False))
     if not fits:
         raise ValueError(
-            f"{type(layer).__name__} expects `{argument}` of shape [batch, entities] = "
-            f"{expected} (the first two axes of the entities), received shape {mask_shape}.")
+            f"{type(layer).__name__} expects `{argument}` of shape [batch, {of}] = "
+            f"{expected} (the first two axes of `{of}`), received shape {mask_shape}.")
 
 
 def check_layer_norm_epsilon(owner, value):
@@ -316,3 +316,64 @@ def check_built_shape(layer, argument, shape, built, meaning):
             f"{type(layer).__name__} was built for `{argument}` of shape {tuple(built)} "
             f"({meaning}) and cannot be called on shape {shape}: build a new layer for "
             f"another size.")
+
+
+def check_mask_dtype(layer, argument, dtype):
+    """Raises a ValueError unless a mask's dtype (a standardised name, e.g. ``"float32"``) is
+    boolean or integer.
+
+    Masks are boolean, as in ``keras.layers.MultiHeadAttention``: True (or a non-zero integer)
+    means "may attend" / "is an entity". A float mask is refused rather than cast: an additive
+    mask (0 to attend, a large negative number to block) cast to bool means its opposite.
+    """
+    if dtype == "bool" or dtype.startswith(("int", "uint")):
+        return
+    meaning = "True: may attend" if argument == "attention_mask" else "True: an entity, " \
+        "False: padding"
+    raise ValueError(
+        f"{type(layer).__name__} expects `{argument}` to be boolean ({meaning}; an integer "
+        f"1/0 means the same), received dtype {dtype}. Float masks are refused: an "
+        f"additive mask (0: attend, a large negative number: blocked) cast to bool would mean "
+        f"its opposite; pass `additive_mask == 0` for one.")
+
+
+def check_attention_mask_shape(layer, mask_shape, entities_shape, argument="attention_mask"):
+    """Raises a ValueError unless an attention mask fits entities ``[B, N, F]``: ``[N, N]``,
+    ``[1, N, N]`` or ``[B, N, N]`` (unknown dimensions are not compared)."""
+    if mask_shape is None:
+        return
+    mask_shape = tuple(mask_shape)
+    batch, count = tuple(entities_shape)[:2]
+
+    def same(received, expected):
+        return received is None or expected is None or int(received) == int(expected)
+
+    fits = len(mask_shape) in (2, 3) and all(same(d, count) for d in mask_shape[-2:]) and (
+        len(mask_shape) == 2 or mask_shape[0] is None or int(mask_shape[0]) == 1
+        or same(mask_shape[0], batch))
+    if not fits:
+        raise ValueError(
+            f"{type(layer).__name__} expects `{argument}` of shape [{count}, {count}], "
+            f"[1, {count}, {count}] or [batch, {count}, {count}] = {(batch, count, count)} for "
+            f"entities of shape {tuple(entities_shape)}, received shape {mask_shape}.")
+
+
+def check_entity_count(layer, argument, shape, minimum=1):
+    """Raises a ValueError if the known entity count (axis 1) of ``shape`` is below ``minimum``."""
+    if shape[1] is not None and int(shape[1]) < minimum:
+        raise ValueError(
+            f"{type(layer).__name__} expects `{argument}` with at least {minimum} "
+            f"entit{'y' if minimum == 1 else 'ies'} (axis 1), received shape {tuple(shape)}.")
+
+
+def check_grid_cell(argument, value, rows, cols):
+    """``value`` as a ``(row, col)`` pair of ints inside a ``rows x cols`` grid."""
+    try:
+        pair = tuple(value)
+    except TypeError:
+        pair = ()
+    if len(pair) != 2 or not all(_is_int(v) for v in pair) or not (
+            0 <= pair[0] < rows and 0 <= pair[1] < cols):
+        raise invalid_value(argument, f"a (row, col) pair of integers with 0 <= row < {rows} "
+                                      f"and 0 <= col < {cols}", value)
+    return int(pair[0]), int(pair[1])

@@ -105,6 +105,151 @@ def test_predinet_refuses_another_input_size_after_build(shape):
             "(None, 5, 8)", f"cannot be called on shape {shape}")
 
 
+# Issue 48: another width after build, masks of another batch size or dtype, zero entities.
+
+def _entity_layers():
+    kr = keras_relational
+    return {
+        "MultiHeadDotProductAttention": lambda: kr.MultiHeadDotProductAttention(1, 4),
+        "SimplicialAttention": lambda: kr.SimplicialAttention(1, 4),
+        "SimplicialAttention[full]": lambda: kr.SimplicialAttention(1, 4, mode="full"),
+        "SequenceSimplicialAttention": lambda: kr.SequenceSimplicialAttention(
+            1, 4, window=(3, 2)),
+        "RelationalBlock": lambda: kr.RelationalBlock(1, 4, mlp_hidden_units=(4,)),
+        "RelationalModule": lambda: kr.RelationalModule(num_heads=1, key_dim=4,
+                                                        mlp_hidden_units=(4,)),
+        "SimplicialTransformerBlock": lambda: kr.SimplicialTransformerBlock(
+            1, 4, simplicial_key_dim=4, mlp_hidden_units=(4,), num_iterations=1),
+        "MultiHeadAttentionCentral": lambda: kr.MultiHeadAttentionCentral(2, 4, 4),
+        "RelationNetCentral": lambda: kr.RelationNetCentral(hidden_units=4, output_dim=3),
+        "MLPCentral": lambda: kr.MLPCentral(hidden_units=(4,)),
+        "PrediNet": lambda: kr.PrediNet(num_heads=2, key_dim=4, num_relations=3,
+                                        position_dims=0),
+    }
+
+
+_ARGUMENT = {"SequenceSimplicialAttention": "`inputs`", "MultiHeadAttentionCentral": "`inputs`",
+             "RelationNetCentral": "`inputs`", "MLPCentral": "`inputs`", "PrediNet": "`inputs`"}
+_MASKED = ["MultiHeadDotProductAttention", "SimplicialAttention", "SimplicialAttention[full]",
+           "SequenceSimplicialAttention", "RelationalBlock", "RelationalModule",
+           "SimplicialTransformerBlock"]
+_ATTENTION_MASKED = ["MultiHeadDotProductAttention", "RelationalBlock", "RelationalModule"]
+
+
+@pytest.mark.parametrize("name", sorted(_entity_layers()))
+@pytest.mark.parametrize("symbolic", [False, True], ids=["eager", "symbolic"])
+def test_another_feature_width_after_build_is_refused(name, symbolic):
+    """Measured before: TF MatMul / BroadcastTo / Reshape errors, or a Keras error naming an
+    internal sub-layer (MHDPA's `qkv_projection`); symbolic calls went through unchecked."""
+    layer = _entity_layers()[name]()
+    layer(_ENTITIES)
+    other = keras.Input((5, 9), batch_size=2) if symbolic else np.zeros((2, 5, 9), "float32")
+    _raises(ValueError, lambda: layer(other), name.split("[")[0], _ARGUMENT.get(name, "`entities`"),
+            "8)", "cannot be called on shape (2, 5, 9)")
+
+
+@pytest.mark.parametrize("name", _MASKED + ["EntityMaxPool"])
+def test_a_mask_of_another_batch_size_is_refused(name):
+    """Measured before: a SelectV2 / ConcatOp / Reshape broadcast error from TensorFlow."""
+    layer = keras_relational.EntityMaxPool() if name == "EntityMaxPool" else \
+        _entity_layers()[name]()
+    _raises(ValueError, lambda: layer(_ENTITIES, mask=np.ones((3, 5), bool)), "`mask`",
+            "(2, 5)", "received shape (3, 5)")
+
+
+@pytest.mark.parametrize("name", _ATTENTION_MASKED)
+def test_an_attention_mask_of_another_batch_size_is_refused(name):
+    layer = _entity_layers()[name]()
+    _raises(ValueError, lambda: layer(_ENTITIES, attention_mask=np.ones((3, 5, 5), bool)),
+            name, "`attention_mask`", "[batch, 5, 5] = (2, 5, 5)", "received shape (3, 5, 5)")
+    symbolic = layer(keras.Input((5, 8), batch_size=2),
+                     attention_mask=keras.Input((5, 5), batch_size=1, dtype="bool"))
+    assert tuple(symbolic.shape)[:2] == (2, 5)  # [1, N, N] broadcasts over the batch
+    _raises(ValueError, lambda: layer(keras.Input((5, 8), batch_size=2),
+                                      attention_mask=keras.Input((5, 5), batch_size=3,
+                                                                 dtype="bool")),
+            "`attention_mask`", "received shape (3, 5, 5)")
+
+
+@pytest.mark.parametrize("name,argument", [
+    *[(name, "mask") for name in _MASKED + ["EntityMaxPool"]],
+    *[(name, "attention_mask") for name in _ATTENTION_MASKED]])
+def test_float_masks_are_refused(name, argument):
+    """Measured before: a float mask was cast to bool, so the additive mask -1e9 * eye (attend
+    everywhere but the diagonal) silently meant its opposite (attend to the diagonal only)."""
+    layer = keras_relational.EntityMaxPool() if name == "EntityMaxPool" else \
+        _entity_layers()[name]()
+    mask = (-1e9 * np.eye(5, dtype="float32")) if argument == "attention_mask" else \
+        np.ones((2, 5), "float32")
+    _raises(ValueError, lambda: layer(_ENTITIES, **{argument: mask}), name.split("[")[0],
+            f"`{argument}` to be boolean", "received dtype float32", "additive_mask == 0")
+
+
+@pytest.mark.parametrize("name", _MASKED)
+def test_integer_masks_mean_what_boolean_ones_do(name):
+    layer = _entity_layers()[name]()
+    entities = np.random.RandomState(0).normal(size=(2, 5, 8)).astype("float32")
+    mask = np.ones((2, 5), bool)
+    mask[1, 3:] = False
+    np.testing.assert_array_equal(np.asarray(layer(entities, mask=mask.astype("int32"))),
+                                  np.asarray(layer(entities, mask=mask)))
+
+
+def test_an_additive_mask_compared_with_zero_is_the_boolean_mask():
+    layer = keras_relational.MultiHeadDotProductAttention(1, 4)
+    additive = -1e9 * np.eye(5, dtype="float32")  # blocks the diagonal
+    _, scores = layer(_ENTITIES + 1.0, attention_mask=additive == 0,
+                      return_attention_scores=True)
+    scores = np.asarray(scores)
+    assert np.all(np.diagonal(scores, axis1=-2, axis2=-1) == 0)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["eager", "symbolic"])
+def test_entity_max_pool_refuses_zero_entities(symbolic):
+    """Measured before: TF's "Cannot compute the max of an empty tensor" when run, nothing
+    when symbolic."""
+    entities = keras.Input((0, 3)) if symbolic else np.zeros((2, 0, 3), "float32")
+    _raises(ValueError, lambda: keras_relational.EntityMaxPool()(entities), "EntityMaxPool",
+            "`entities`", "at least 1 entity (axis 1)", "0, 3)")
+
+
+@pytest.mark.parametrize("name,make,inputs,other,argument", [
+    ("SymbolConvolution", lambda: keras_relational.SymbolConvolution(2),
+     np.zeros((1, 12, 3), "float32"), np.zeros((1, 12, 4), "float32"), "`inputs`"),
+    ("TPRSentenceEncoder", lambda: keras_relational.TPRSentenceEncoder(vocab_size=20),
+     np.ones((2, 3, 6), "int32"), np.ones((2, 3, 7), "int32"), "`inputs`"),
+    ("ConvStackMemory", lambda: keras_relational.ConvStackMemory(4, stack_depth=3),
+     np.zeros((2, 3, 5), "float32"), np.zeros((2, 3, 6), "float32"), "`sequences`"),
+])
+def test_other_layers_refuse_another_size_after_build(name, make, inputs, other, argument):
+    layer = make()
+    layer(inputs)
+    _raises(ValueError, lambda: layer(other), name, argument,
+            f"cannot be called on shape {other.shape}")
+
+
+def test_tpr_memory_refuses_other_widths_and_masks():
+    memory = keras_relational.TPRMemory(entity_dim=3, relation_dim=2, hidden_dim=4)
+    sentences, question = np.zeros((2, 4, 6), "float32"), np.zeros((2, 6), "float32")
+    memory([sentences, question])
+    _raises(ValueError, lambda: memory([np.zeros((2, 4, 7), "float32"), question]),
+            "TPRMemory", "`sentences`", "(None, None, 6)", "cannot be called on shape (2, 4, 7)")
+    _raises(ValueError, lambda: memory([sentences, np.zeros((2, 7), "float32")]),
+            "`question`", "(None, 6)", "cannot be called on shape (2, 7)")
+    _raises(ValueError, lambda: memory([sentences, question], mask=np.ones((3, 4), bool)),
+            "`mask`", "[batch, sentences] = (2, 4)", "received shape (3, 4)")
+    _raises(ValueError, lambda: memory([sentences, question], mask=np.ones((2, 4), "float32")),
+            "`mask` to be boolean", "received dtype float32")
+
+
+def test_conv_stack_memory_refuses_masks_of_another_batch_size():
+    layer = keras_relational.ConvStackMemory(4, stack_depth=3)
+    _raises(ValueError, lambda: layer(np.zeros((2, 3, 5), "float32"),
+                                      mask=np.ones((3, 3), bool)),
+            "ConvStackMemory", "`mask`", "(2, 3)", "received shape (3, 3)")
+
+
 # Environments and data generators ----------------------------------------------------------
 
 @pytest.mark.parametrize("env_class", [environments.BoxWorld, environments.BridgeBoxWorld])
@@ -122,6 +267,37 @@ def test_integer_actions_still_step():
     env.reset()
     for action in (1, np.int64(2), np.array(3), np.uint8(0)):
         env.step(action)
+
+
+@pytest.mark.parametrize("env_class", [environments.BoxWorld, environments.BridgeBoxWorld])
+@pytest.mark.parametrize("agent", [(99, 1), (-1, 2), (1, 40), (1.5, 2), (1,)])
+def test_set_state_refuses_an_agent_outside_the_grid(env_class, agent):
+    """Before: an IndexError in rendering (issue 48)."""
+    env = env_class(seed=0)
+    env.reset()
+    state = env.get_state()
+    _raises(ValueError, lambda: env.set_state(state._replace(agent=agent)), "`state.agent`",
+            "a (row, col) pair of integers with 0 <= row <", f"received {agent!r}")
+    env.set_state(state)  # a valid state still restores
+    assert env.agent_position == state.agent
+
+
+def test_bridge_set_state_checks_the_grid_length():
+    env = environments.BridgeBoxWorld(seed=0)
+    env.reset()
+    state = env.get_state()
+    _raises(ValueError, lambda: env.set_state(state._replace(grid=state.grid[:-1])),
+            "`state.grid`", f"expected {len(state.grid)} tile codes")
+
+
+@pytest.mark.parametrize("num_examples", [-1, 0, 2.0, "3", True])
+def test_relations_game_generate_needs_a_positive_number_of_examples(num_examples):
+    """Measured before: NumPy's "negative dimensions are not allowed" for -1, empty arrays for
+    0, a TypeError for 2.0."""
+    from keras_relational.environments import relations_game
+
+    _raises(ValueError, lambda: relations_game.generate("same", num_examples=num_examples),
+            "`num_examples`", "expected an integer >= 1", f"received {num_examples!r}")
 
 
 @pytest.mark.parametrize("kwargs,items", [

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_relational.validation import invalid_value
+from keras_relational.validation import check_grid_cell, invalid_value
 
 from ..base import LevelEnvironment, coerce_action
 from .config import (
@@ -208,9 +208,10 @@ class BoxWorld(LevelEnvironment):
         if len(state.grid) != self._size * self._size:
             raise invalid_value("state.grid", f"{self._size * self._size} cell codes",
                                 f"{len(state.grid)} codes")
+        row, col = check_grid_cell("state.agent", state.agent, self._size, self._size)
         self._grid = [int(c) for c in state.grid]
-        self._pos = state.agent[0] * self._size + state.agent[1]
+        self._pos = row * self._size + col
         self._held = -1 if state.held_key is None else int(state.held_key)
         self._steps, self._solved = state.num_steps, state.solved
         self._boxes_opened, self._reset_next_step = state.boxes_opened, state.needs_reset
-        self._frame[...] = render_rgb(self._config, self._grid, state.agent, self._held)
+        self._frame[...] = render_rgb(self._config, self._grid, (row, col), self._held)

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_relational.validation import invalid_value
+from keras_relational.validation import check_grid_cell, invalid_value
 
 from ..base import LevelEnvironment, coerce_action
 from .config import (
@@ -177,8 +177,13 @@ class BridgeBoxWorld(LevelEnvironment):
         state = BridgeState(*state)
         if state.level is not self._level:
             self._load(state.level)
+        rows, cols = self._config.rows, self._config.cols
+        if len(state.grid) != rows * cols:
+            raise invalid_value("state.grid", f"{rows * cols} tile codes",
+                                f"{len(state.grid)} codes")
+        row, col = check_grid_cell("state.agent", state.agent, rows, cols)
         self._grid = [int(c) for c in state.grid]
-        self._pos = state.agent[0] * self._config.cols + state.agent[1]
+        self._pos = row * cols + col
         self._inventory = [int(c) for c in state.inventory]
         self._steps, self._solved = state.num_steps, state.solved
         self._opened_bridge, self._reset_next_step = state.opened_bridge, state.needs_reset

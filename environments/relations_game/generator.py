@@ -7,7 +7,12 @@ the object it is compared with, uniformly ``DIFF_COLOUR``, ``DIFF_SHAPE`` or ``D
 
 import numpy as np
 
-from keras_relational.validation import check_int_in_range, check_one_of, invalid_value
+from keras_relational.validation import (
+    check_int_at_least,
+    check_int_in_range,
+    check_one_of,
+    invalid_value,
+)
 
 from .. import polyominoes
 from .rendering import IMAGE_SIZE, GameObject, render
@@ -277,7 +282,8 @@ class RelationsGame:
 
     def sample(self, num_examples):
         """``num_examples`` examples as ``{"images": uint8 [n, 36, 36, 3], "labels": int64 [n],
-        "tasks": int64 [n]}``."""
+        "tasks": int64 [n]}``; ``num_examples`` is an integer >= 1."""
+        num_examples = check_int_at_least("num_examples", num_examples, 1)
         images = np.zeros((num_examples, IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
         labels = np.zeros(num_examples, dtype=np.int64)
         tasks = np.zeros(num_examples, dtype=np.int64)
@@ -288,5 +294,7 @@ class RelationsGame:
 
 
 def generate(task, object_set="pentominoes", num_examples=1000, seed=None, **kwargs):
-    """``RelationsGame(task, object_set, seed, **kwargs).sample(num_examples)``."""
+    """``RelationsGame(task, object_set, seed, **kwargs).sample(num_examples)``; ``num_examples``
+    is an integer >= 1, checked before the generator is set up."""
+    check_int_at_least("num_examples", num_examples, 1)
     return RelationsGame(task, object_set, seed=seed, **kwargs).sample(num_examples)

@@ -26,4 +26,16 @@ class CentralModule(keras.layers.Layer):
         entities = validation.check_known_dim(
             self, "inputs", input_shape, 1, "number of entities N")
         features = validation.check_known_dim(self, "inputs", input_shape, 2, "feature size m")
+        self._built_entity_shape = (entities, features)
         return entities, features
+
+    def _check_inputs(self, input_shape, fixed_count=True):
+        """Raises a ValueError naming `inputs` if ``input_shape`` differs from the ``[B, N, m]``
+        the weights were built for (N only when ``fixed_count``): at call and symbolic time."""
+        built = getattr(self, "_built_entity_shape", None)
+        if built is not None:
+            count, features = built
+            validation.check_built_shape(
+                self, "inputs", tuple(input_shape), (None, count if fixed_count else None,
+                                                     features),
+                "[batch, entities N, features m]")

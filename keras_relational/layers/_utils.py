@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_relational import validation
+
 
 def clone_initializer(initializer):
     """A fresh initializer with the same config, so two sub-layers never start identical."""
@@ -39,6 +41,31 @@ def softmax(logits, axis=-1):
 def large_negative(dtype):
     """A finite logit that vanishes under softmax in ``dtype`` (float16 cannot hold -1e9)."""
     return -3.0e4 if is_half(dtype) else -1.0e9
+
+
+def check_masks(layer, entities_shape, mask=None, attention_mask=None, argument="entities"):
+    """Checks a Keras ``mask`` ``[B, N]`` and an ``attention_mask`` against entities ``[B, N, F]``.
+
+    Both must be boolean (or integer) masks, see :func:`validation.check_mask_dtype`, of a
+    shape that fits the entities. Runs at call, trace and symbolic-call time (known dims only).
+    """
+    if mask is not None:
+        validation.check_mask_dtype(layer, "mask", keras.backend.standardize_dtype(mask.dtype))
+        validation.check_mask_shape(layer, tuple(mask.shape), tuple(entities_shape), of=argument)
+    if attention_mask is not None:
+        validation.check_mask_dtype(layer, "attention_mask",
+                                    keras.backend.standardize_dtype(attention_mask.dtype))
+        validation.check_attention_mask_shape(layer, tuple(attention_mask.shape),
+                                              tuple(entities_shape))
+
+
+def check_feature_width(layer, argument, shape, features, count=None, layout=None):
+    """Raises a ValueError naming ``argument`` if ``shape`` ``[B, N, F]`` has another feature
+    width than ``features`` (the one the layer was built for), or another entity count than
+    ``count`` when the layer's weights fix it."""
+    validation.check_built_shape(
+        layer, argument, tuple(shape), (None, count, features),
+        layout or f"[batch, entities, features F={features}]")
 
 
 def entity_mask_to_attention_mask(mask, attention_mask):

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_relational import validation
+from keras_relational.layers import _utils
 from keras_relational.layers.conv_stack_memory_cell import ConvStackMemoryCell
 
 
@@ -63,6 +65,16 @@ class ConvStackMemory(keras.layers.RNN):
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                          **cell_kwargs, **kwargs)
+
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        shape = tuple(sequences.shape)
+        input_dim = getattr(self.cell, "_built_input_dim", None)
+        if input_dim is not None:
+            validation.check_built_shape(self, "sequences", shape, (None, None, input_dim),
+                                         "[batch, time, input size M]")
+        _utils.check_masks(self, shape, mask, argument="sequences")
+        return super().call(sequences, initial_state=initial_state, mask=mask,
+                            training=training)
 
     units = property(lambda self: self.cell.units)
     stack_depth = property(lambda self: self.cell.stack_depth)

@@ -158,6 +158,7 @@ class ConvStackMemoryCell(keras.layers.Layer):
                 f"ConvStackMemoryCell with write_mode='embedding_on_push' writes the input into "
                 f"the stacks, so it needs input size M == units ({self.units}), received "
                 f"input shape {tuple(input_shape)}.")
+        self._built_input_dim = input_dim
         concat_dim = self.units + input_dim
         names = ["filter", "output"] + (["input", "candidate"] if self.write_mode == "gated"
                                         else [])

@@ -13,13 +13,14 @@ class EntityMaxPool(keras.layers.Layer):
 
     The readout of Zambaldi et al. (2019, Sec. 2, "Output module"): permutation-invariant over
     entities. Masked entities (Keras mask False) are ignored; a set with every entity masked pools
-    to zeros.
+    to zeros. A set of zero entities (``N = 0``) is refused with a ValueError: its maximum is
+    undefined.
 
     Shapes: ``[B, N, F] -> [B, F]``.
 
     Call arguments:
         entities: ``[B, N, F]``.
-        mask: optional boolean ``[B, N]`` Keras mask.
+        mask: optional boolean ``[B, N]`` Keras mask (integer 1/0 accepted, float refused).
 
     Example:
 
@@ -37,12 +38,17 @@ class EntityMaxPool(keras.layers.Layer):
 
     def build(self, entities_shape):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
+        validation.check_entity_count(self, "entities", entities_shape)
         super().build(entities_shape)
 
+    def _check_call_arguments(self, entities_shape, mask):
+        validation.check_entity_count(self, "entities", entities_shape)
+        _utils.check_masks(self, entities_shape, mask)
+
     def call(self, entities, mask=None):
+        self._check_call_arguments(entities.shape, mask)
         if mask is None:
             return ops.max(entities, axis=1)
-        validation.check_mask_shape(self, tuple(mask.shape), tuple(entities.shape))
         valid = ops.cast(mask, "bool")[:, :, None]
         lowest = _utils.lowest_value(entities.dtype)
         pooled = ops.max(ops.where(valid, entities, lowest), axis=1)
@@ -53,4 +59,5 @@ class EntityMaxPool(keras.layers.Layer):
         return None
 
     def compute_output_shape(self, entities_shape):
+        validation.check_entity_count(self, "entities", entities_shape)
         return (entities_shape[0], entities_shape[2])

@@ -62,12 +62,14 @@ class MLPCentral(CentralModule):
         super().build(input_shape)
 
     def call(self, inputs):
+        self._check_inputs(inputs.shape)
         hidden = ops.reshape(inputs, (-1, self.flat_size))
         for kernel, bias in self.dense_weights:
             hidden = ops.relu(ops.matmul(hidden, kernel) + bias)
         return hidden
 
     def compute_output_shape(self, input_shape):
+        self._check_inputs(input_shape)
         return (input_shape[0], self.hidden_units[-1])
 
     def get_config(self):

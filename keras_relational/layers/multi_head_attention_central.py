@@ -75,6 +75,7 @@ class MultiHeadAttentionCentral(CentralModule):
         return ops.reshape(projected, (-1, self.num_entities, self.num_heads, size))
 
     def call(self, inputs, return_attention_scores=False):
+        self._check_inputs(inputs.shape)
         keys = self._split_heads(inputs, self.key_kernel, self.key_dim)
         queries = self._split_heads(inputs, self.query_kernel, self.key_dim)
         values = self._split_heads(inputs, self.value_kernel, self.value_dim)
@@ -90,6 +91,7 @@ class MultiHeadAttentionCentral(CentralModule):
         return outputs
 
     def compute_output_shape(self, input_shape, return_attention_scores=False):
+        self._check_inputs(input_shape)
         outputs = (input_shape[0], self.num_heads * self.value_dim)
         if return_attention_scores:
             n = input_shape[1]

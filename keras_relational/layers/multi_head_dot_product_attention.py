@@ -19,6 +19,10 @@ def layer_norm(x, norm, gain_scale=None):
     the mean inside the variance, which drops terms of the second derivative).
     ``gain_scale`` (broadcastable to gamma) multiplies gamma and beta, i.e. the output; the
     attention uses it to fold its logit scale into the queries' LayerNorm.
+    The moments are taken of each row divided by its largest magnitude (when above 1), so the
+    output and its gradient are finite and correct for every finite float32 input, where
+    ``keras.layers.LayerNormalization`` returns ``beta`` from about ``|x| = 1.8e19`` (its
+    variance overflows) and NaN near ``3.4e38``.
     """
     dtype = x.dtype
     compute_dtype = "float32" if _utils.is_half(dtype) else dtype
@@ -32,9 +36,17 @@ def layer_norm(x, norm, gain_scale=None):
 
 def _layer_norm_last_axis(x, gamma, beta, epsilon):
     def normalise(x):
+        # The moments of x / s, s = max(max|x|, 1) per row: the same x_hat, but no sum or square
+        # overflows for any finite x (x^2 overflows float32 past |x| ~ 1.8e19, where the plain
+        # form returns beta for every row: rsqrt(inf) = 0). Rows within [-1, 1] are untouched.
+        row_scale = ops.maximum(ops.max(ops.abs(x), axis=-1, keepdims=True),
+                                ops.cast(1.0, x.dtype))
+        x = x / row_scale
         centred = x - ops.mean(x, axis=-1, keepdims=True)
-        inverse_std = ops.rsqrt(ops.mean(ops.square(centred), axis=-1, keepdims=True) + epsilon)
-        return centred * inverse_std, inverse_std
+        variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
+        inverse_std = ops.rsqrt(variance + epsilon / ops.square(row_scale))
+        # 1 / std of the unscaled row, for the backward pass.
+        return centred * inverse_std, inverse_std / row_scale
 
     @ops.custom_gradient
     def forward(x, gamma, beta):
@@ -76,6 +88,12 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     Shapes: entities ``[B, N, F]`` -> ``[B, N, H * value_dim]`` (or ``[B, N, output_dim]``);
     attention scores ``[B, H, N, N]`` (row ``i`` = entity ``i``'s weights over all ``j``).
 
+    Input range: the logits, the softmax and the q/k/v LayerNorms (their moments taken of
+    rescaled rows) run in float32, but the projection is a matmul in the compute dtype: under
+    ``mixed_float16`` entities beyond float16's largest value (65504) are infinite once cast;
+    with ``qkv_norm="none"`` the logits grow as the square of the input scale. Measured ranges:
+    ``benchmarks/results/extreme_inputs.md``.
+
     Args:
         num_heads: H, number of attention heads (Zambaldi et al.: 2 to 4 on Box-World).
         key_dim: d, size of each head's query and key (Zambaldi et al.: 64).
@@ -98,8 +116,11 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         entities: ``[B, N, F]``.
         mask: optional boolean ``[B, N]`` Keras mask; False entities are never attended to (their
             own output rows are still computed). Propagated to the output.
-        attention_mask: optional boolean mask broadcastable to ``[B, N, N]``; ``[i, j]`` True means
-            entity ``i`` may attend to entity ``j`` (as in ``keras.layers.MultiHeadAttention``).
+        attention_mask: optional boolean mask ``[N, N]``, ``[1, N, N]`` or ``[B, N, N]``;
+            ``[i, j]`` True means entity ``i`` may attend to entity ``j`` (as in
+            ``keras.layers.MultiHeadAttention``). Integer masks (1 attend, 0 not) are accepted;
+            float masks are refused with a ValueError, since an additive mask (0 attend,
+            ``-1e9`` blocked) would mean its opposite: pass ``additive_mask == 0`` instead.
         return_attention_scores: if True, also return the attention weights ``[B, H, N, N]``.
 
     Returns:
@@ -174,6 +195,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     def build(self, entities_shape, mask_shape=None, attention_mask_shape=None):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        self._features = features
         q_width, k_width, v_width = self._split_sizes
         projected_shape = (entities_shape[0], entities_shape[1], q_width + k_width + v_width)
         # Column layout [q | k | v], heads contiguous inside each third.
@@ -258,25 +280,14 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         weights = ops.cast(ops.softmax(logits, axis=-1), v.dtype)
         return ops.matmul(weights, v), weights
 
-    def _check_masks(self, entities, mask, attention_mask):
-        count = entities.shape[1]
-        if mask is not None and None not in (count, mask.shape[-1]) and mask.shape[-1] != count:
-            raise ValueError(
-                f"{type(self).__name__} expects `mask` of shape [batch, {count}] for entities of "
-                f"shape {tuple(entities.shape)}, received `mask` of shape {tuple(mask.shape)}."
-            )
-        if attention_mask is not None and count is not None:
-            last_two = tuple(attention_mask.shape[-2:])
-            if len(attention_mask.shape) not in (2, 3) or any(
-                    dim is not None and dim != count for dim in last_two):
-                raise ValueError(
-                    f"{type(self).__name__} expects `attention_mask` of shape [{count}, {count}] "
-                    f"or [batch, {count}, {count}], received `attention_mask` of shape "
-                    f"{tuple(attention_mask.shape)}."
-                )
+    def _check_call_arguments(self, entities, mask, attention_mask):
+        """The feature width it was built for, the masks' dtypes and shapes (also symbolic)."""
+        _utils.check_feature_width(self, "entities", entities.shape,
+                                   getattr(self, "_features", None))
+        _utils.check_masks(self, entities.shape, mask, attention_mask)
 
     def call(self, entities, mask=None, attention_mask=None, return_attention_scores=False):
-        self._check_masks(entities, mask, attention_mask)
+        self._check_call_arguments(entities, mask, attention_mask)
         q, k, v = self._project(entities)
         allowed = _utils.entity_mask_to_attention_mask(mask, attention_mask)
         attended, weights = self._compute_attention(q, k, v, allowed)
@@ -306,6 +317,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
 
     def compute_output_spec(self, entities, mask=None, attention_mask=None,
                             return_attention_scores=False):
+        self._check_call_arguments(entities, mask, attention_mask)
         return _utils.output_spec(
             self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 

@@ -191,6 +191,9 @@ class PrediNet(keras.layers.Layer):
         return outputs
 
     def compute_output_spec(self, inputs, return_attention_scores=False):
+        validation.check_built_shape(self, "inputs", inputs.shape,
+                                     (None, self.num_entities, self.features),
+                                     "[batch, entities N, features m]")
         return _utils.output_spec(
             self.compute_output_shape(inputs.shape, return_attention_scores), self.compute_dtype)
 

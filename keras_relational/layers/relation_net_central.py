@@ -58,6 +58,7 @@ class RelationNetCentral(CentralModule):
         super().build(input_shape)
 
     def call(self, inputs):
+        self._check_inputs(inputs.shape, fixed_count=False)
         sender = ops.matmul(inputs, self.pair_kernel[:self.features])  # [B, N, hidden]
         receiver = ops.matmul(inputs, self.pair_kernel[self.features:])
         pairs = ops.relu(sender[:, :, None, :] + receiver[:, None, :, :])  # [B, N, N, hidden]
@@ -65,6 +66,7 @@ class RelationNetCentral(CentralModule):
         return ops.mean(outputs, axis=(1, 2))
 
     def compute_output_shape(self, input_shape):
+        self._check_inputs(input_shape, fixed_count=False)
         return (input_shape[0], self.output_dim)
 
     def get_config(self):

@@ -65,7 +65,9 @@ class RelationalBlock(keras.layers.Layer):
     Call arguments:
         entities: ``[B, N, F]``.
         mask: optional boolean ``[B, N]`` Keras mask: masked entities are never attended to.
-        attention_mask: optional boolean mask broadcastable to ``[B, N, N]``.
+        attention_mask: optional boolean mask ``[N, N]``, ``[1, N, N]`` or ``[B, N, N]``, True
+            where entity ``i`` may attend to entity ``j``. Masks are boolean (or integer 1/0) as
+            in :class:`MultiHeadDotProductAttention`; float masks are refused.
         return_attention_scores: if True, also return the weights ``[B, H, N, N]``.
 
     Example:
@@ -115,6 +117,7 @@ class RelationalBlock(keras.layers.Layer):
     def build(self, entities_shape):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        self._features = features
         self._attention = MultiHeadDotProductAttention(
             num_heads=self.num_heads,
             key_dim=self.key_dim,
@@ -144,7 +147,13 @@ class RelationalBlock(keras.layers.Layer):
         self._output_layer_norm.build((None, None, features))
         self.built = True
 
+    def _check_call_arguments(self, entities, mask, attention_mask):
+        _utils.check_feature_width(self, "entities", entities.shape,
+                                   getattr(self, "_features", None))
+        _utils.check_masks(self, entities.shape, mask, attention_mask)
+
     def call(self, entities, mask=None, attention_mask=None, return_attention_scores=False):
+        self._check_call_arguments(entities, mask, attention_mask)
         attended, weights = self._attention(
             entities, mask=mask, attention_mask=attention_mask, return_attention_scores=True
         )
@@ -173,6 +182,7 @@ class RelationalBlock(keras.layers.Layer):
 
     def compute_output_spec(self, entities, mask=None, attention_mask=None,
                             return_attention_scores=False):
+        self._check_call_arguments(entities, mask, attention_mask)
         return _utils.output_spec(
             self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 

@@ -36,7 +36,9 @@ class RelationalModule(keras.layers.Layer):
     Call arguments:
         entities: ``[B, N, F]``.
         mask: optional boolean ``[B, N]`` Keras mask.
-        attention_mask: optional boolean mask broadcastable to ``[B, N, N]``.
+        attention_mask: optional boolean mask ``[N, N]``, ``[1, N, N]`` or ``[B, N, N]``, True
+            where entity ``i`` may attend to entity ``j``. Masks are boolean (or integer 1/0) as
+            in :class:`MultiHeadDotProductAttention`; float masks are refused.
         return_attention_scores: if True, also return every block's weights ``[B, K, H, N, N]``.
 
     Example:
@@ -100,6 +102,7 @@ class RelationalModule(keras.layers.Layer):
     def build(self, entities_shape):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        self._features = features
         width = self._width(features)
         self._input_projection = None
         if width != features:
@@ -117,7 +120,13 @@ class RelationalModule(keras.layers.Layer):
             block.build((None, None, width))
         self.built = True
 
+    def _check_call_arguments(self, entities, mask, attention_mask):
+        _utils.check_feature_width(self, "entities", entities.shape,
+                                   getattr(self, "_features", None))
+        _utils.check_masks(self, entities.shape, mask, attention_mask)
+
     def call(self, entities, mask=None, attention_mask=None, return_attention_scores=False):
+        self._check_call_arguments(entities, mask, attention_mask)
         outputs = entities
         if self._input_projection is not None:
             outputs = self._input_projection(outputs)
@@ -144,6 +153,7 @@ class RelationalModule(keras.layers.Layer):
 
     def compute_output_spec(self, entities, mask=None, attention_mask=None,
                             return_attention_scores=False):
+        self._check_call_arguments(entities, mask, attention_mask)
         return _utils.output_spec(
             self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 

@@ -110,7 +110,8 @@ class SequenceSimplicialAttention(keras.layers.Layer):
 
     Call arguments:
         inputs: ``[B, N, F]``.
-        mask: optional boolean Keras mask ``[B, N]`` (propagated to the output).
+        mask: optional boolean Keras mask ``[B, N]`` (propagated to the output); integer masks
+            (1 position, 0 padding) are accepted, float masks refused with a ValueError.
         return_attention_scores: if True, also return the pair weights ``[B, H, N, w1, w2]``:
             ``[b, h, i, s, t]`` is query ``i``'s weight on the pair ``(j, k) = (i - a1 + s,
             i - a2 + t)``, where ``a = w - 1`` (causal) or ``(w - 1) // 2`` (centred), with the
@@ -223,6 +224,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
     def build(self, inputs_shape, mask_shape=None):
         validation.check_rank(self, "inputs", inputs_shape, 3, "[batch, sequence, features]")
         features = validation.check_known_dim(self, "inputs", inputs_shape, -1, "feature width")
+        self._features = features
         heads, kv_heads, dk, dv = self.num_heads, self._kv_heads, self.key_dim, self._value_dim
         output_dim = self.output_dim or features
         shapes = {"query": (features, heads * dk), "key": (features, 2 * kv_heads * dk),
@@ -297,6 +299,11 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         shape = ops.shape(weights)
         return attended, ops.reshape(weights, (batch, count, self.num_heads, shape[3], shape[4]))
 
+    def _check_call_arguments(self, inputs, mask):
+        _utils.check_feature_width(self, "inputs", inputs.shape, getattr(self, "_features", None),
+                                   layout="[batch, sequence, features]")
+        _utils.check_masks(self, inputs.shape, mask, argument="inputs")
+
     def _kernel_unsupported(self, dtype, return_attention_scores):
         """None if the fused kernel computes this call, else why not."""
         backend = keras.backend.backend()
@@ -339,6 +346,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         return None
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        self._check_call_arguments(inputs, mask)
         length = inputs.shape[1]
         if length is None:
             raise ValueError(f"{type(self).__name__} needs the sequence length (axis 1) of "
@@ -431,6 +439,7 @@ class SequenceSimplicialAttention(keras.layers.Layer):
         return outputs, (batch, self.num_heads, length, *widths)
 
     def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        self._check_call_arguments(inputs, mask)
         return _utils.output_spec(
             self.compute_output_shape(inputs.shape, return_attention_scores), self.compute_dtype)
 

@@ -70,6 +70,11 @@ class SimplicialAttention(keras.layers.Layer):
     relative epsilon keeps the logit exactly homogeneous in each argument. An absolute floor
     ``sqrt(max(sq, 0) + 1e-6)`` on eq. (8) would not be homogeneous and overflows earlier.
     Under a 16-bit dtype policy the logits and the softmax are computed in float32.
+    Range: the logits grow as the cube of the input scale and the outputs (the bilinear message
+    ``W_B(u_j (x) u_k)``) as its square, so large inputs overflow sooner than in
+    :class:`MultiHeadDotProductAttention` (under ``mixed_float16`` the float16 outputs first);
+    :class:`SimplicialTransformerBlock` layer-normalises its input first. Measured ranges:
+    ``benchmarks/results/extreme_inputs.md``.
 
     Masking: a False entity in the Keras ``mask`` ``[B, T]`` is never part of a scored pair, and
     its own output row is 0. A query none of whose pairs is allowed gets uniform (finite) weights.
@@ -102,7 +107,8 @@ class SimplicialAttention(keras.layers.Layer):
 
     Call arguments:
         entities: ``[B, T, F]``; in virtual mode the last ``M`` rows are the virtual entities.
-        mask: optional boolean Keras mask ``[B, T]`` (propagated to the output).
+        mask: optional boolean Keras mask ``[B, T]`` (propagated to the output); integer masks
+            (1 entity, 0 padding) are accepted, float masks refused with a ValueError.
         return_attention_scores: if True, also return the pair weights ``[B, H, N, M, M]``
             (virtual mode) or ``[B, H, N, N, N]`` (full mode); ``[b, h, i, j, k]`` is query ``i``'s
             weight on the pair ``(j, k)``, summing to 1 over ``(j, k)``.
@@ -171,6 +177,7 @@ class SimplicialAttention(keras.layers.Layer):
     def build(self, entities_shape, mask_shape=None):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        self._features = features
         if entities_shape[1] is not None:
             self._check_count(entities_shape)
         width = 3 * self.num_heads * self.key_dim + self.num_heads * self._value_dim
@@ -203,13 +210,18 @@ class SimplicialAttention(keras.layers.Layer):
         if entities_shape[1] <= self._num_virtual:
             raise ValueError(self._count_error(f"shape {tuple(entities_shape)}"))
 
-    def _check_call_arguments(self, entities, mask):
-        """The entity count and the mask's shape, when the layer is called (traced)."""
+    def _check_static_arguments(self, entities, mask):
+        """The feature width it was built for, the mask's dtype and shape (also symbolic)."""
         shape = tuple(entities.shape)
-        if mask is not None:
-            validation.check_mask_shape(self, tuple(mask.shape), shape)
+        _utils.check_feature_width(self, "entities", shape, getattr(self, "_features", None))
+        _utils.check_masks(self, shape, mask)
         if shape[1] is not None:
             self._check_count(shape)
+
+    def _check_call_arguments(self, entities, mask):
+        """The entity count and the mask, when the layer is called (traced)."""
+        self._check_static_arguments(entities, mask)
+        if entities.shape[1] is not None:
             return entities
         # A dynamic entity count: checked when the graph runs, before N = T - M queries would
         # silently be zero or negative.
@@ -331,6 +343,7 @@ class SimplicialAttention(keras.layers.Layer):
         return outputs, (batch, self.num_heads, queries, *pairs)
 
     def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
+        self._check_static_arguments(entities, mask)
         return _utils.output_spec(
             self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 

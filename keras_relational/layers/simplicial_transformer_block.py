@@ -6,7 +6,10 @@ from keras import ops
 from keras_relational import validation
 from keras_relational.layers import _utils
 from keras_relational.layers.dense_stack import apply_dense_stack, dense_stack
-from keras_relational.layers.multi_head_dot_product_attention import MultiHeadDotProductAttention
+from keras_relational.layers.multi_head_dot_product_attention import (
+    MultiHeadDotProductAttention,
+    layer_norm,
+)
 from keras_relational.layers.simplicial_attention import (
     SimplicialAttention,
     resolve_num_virtual_entities,
@@ -91,7 +94,8 @@ class SimplicialTransformerBlock(keras.layers.Layer):
 
     Call arguments:
         entities: ``[B, N, F]`` standard entities.
-        mask: optional boolean Keras mask ``[B, N]`` (propagated to the output).
+        mask: optional boolean Keras mask ``[B, N]`` (propagated to the output); integer masks
+            (1 entity, 0 padding) are accepted, float masks refused with a ValueError.
         return_attention_scores: if True, also return a list with one dict per iteration:
             ``"one_simplicial"``: ``[B, H1, T, T]`` and, when the branch is on,
             ``"two_simplicial"``: ``[B, H2, N, M, M]`` (virtual) or ``[B, H2, N, N, N]`` (full).
@@ -218,6 +222,7 @@ class SimplicialTransformerBlock(keras.layers.Layer):
     def build(self, entities_shape, mask_shape=None):
         validation.check_rank(self, "entities", entities_shape, 3, "[batch, entities, features]")
         features = validation.check_known_dim(self, "entities", entities_shape, -1, "feature width")
+        self._features = features
         m = self._num_virtual
         self.virtual_entities = None
         if m:
@@ -278,7 +283,13 @@ class SimplicialTransformerBlock(keras.layers.Layer):
             self.share_layer_norms, lambda s: self._layer_norm(f"output_layer_norm{s}", features))
         self.built = True
 
+    def _check_call_arguments(self, entities, mask):
+        _utils.check_feature_width(self, "entities", entities.shape,
+                                   getattr(self, "_features", None))
+        _utils.check_masks(self, entities.shape, mask)
+
     def call(self, entities, mask=None, return_attention_scores=False):
+        self._check_call_arguments(entities, mask)
         m = self._num_virtual
         shape = ops.shape(entities)
         batch, num_standard = shape[0], shape[1]
@@ -295,7 +306,8 @@ class SimplicialTransformerBlock(keras.layers.Layer):
                 )
         scores = []
         for i in range(self.num_iterations):
-            x = self._input_layer_norms[i](entities)
+            # layer_norm: the LayerNorms' own variables, with moments that cannot overflow.
+            x = layer_norm(entities, self._input_layer_norms[i])
             attended, one_weights = self._attentions[i](
                 x, mask=mask, attention_mask=routing, return_attention_scores=True
             )
@@ -306,10 +318,10 @@ class SimplicialTransformerBlock(keras.layers.Layer):
                 )
                 iteration_scores["two_simplicial"] = two_weights
                 attended = ops.concatenate(
-                    [attended, self._simplicial_layer_norms[i](simplicial)], axis=-1
+                    [attended, layer_norm(simplicial, self._simplicial_layer_norms[i])], axis=-1
                 )
             update = apply_dense_stack(self._mlps[i], attended)
-            entities = self._output_layer_norms[i](entities + update)
+            entities = layer_norm(entities + update, self._output_layer_norms[i])
             scores.append(iteration_scores)
         if m and not self.return_virtual_entities:
             entities = entities[:, :-m]
@@ -347,6 +359,7 @@ class SimplicialTransformerBlock(keras.layers.Layer):
         return outputs, scores
 
     def compute_output_spec(self, entities, mask=None, return_attention_scores=False):
+        self._check_call_arguments(entities, mask)
         return _utils.output_spec(
             self.compute_output_shape(entities.shape, return_attention_scores), self.compute_dtype)
 

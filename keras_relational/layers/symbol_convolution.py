@@ -82,8 +82,15 @@ class SymbolConvolution(keras.layers.Layer):
                                         initializer=self.bias_initializer)
         super().build(input_shape)
 
+    def _check_inputs(self, input_shape):
+        if self.built:  # the kernel fixes the number of time steps T
+            validation.check_built_shape(self, "inputs", tuple(input_shape),
+                                         (None, None, int(self.kernel.shape[0])),
+                                         "[batch, symbols, time steps T]")
+
     def symbol_responses(self, inputs):
         """The un-pooled ``[B, V, K]`` responses of every symbol row to every filter."""
+        self._check_inputs(inputs.shape)
         inputs = ops.cast(inputs, self.compute_dtype)
         responses = ops.einsum("bvt,tk->bvk", inputs, self.kernel)
         if self.bias is not None:
@@ -101,6 +108,7 @@ class SymbolConvolution(keras.layers.Layer):
         return responses
 
     def compute_output_shape(self, input_shape):
+        self._check_inputs(input_shape)
         if self.pooling is None:
             return (input_shape[0], input_shape[1], self.filters)
         return (input_shape[0], self.filters)

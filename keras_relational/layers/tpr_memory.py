@@ -148,6 +148,7 @@ class TPRMemory(keras.layers.Layer):
         dim = validation.check_known_dim(self, "sentences", sentences_shape, -1, "sentence dim")
         question_dim = validation.check_known_dim(self, "question", question_shape, -1,
                                                "question dim")
+        self._input_dims = (dim, question_dim)
         e, r = self.entity_dim, self.relation_dim
         self.mlp_layers = {}
         for n in self.update_names:
@@ -235,10 +236,21 @@ class TPRMemory(keras.layers.Layer):
         weights = ops.einsum("bje,be->bj", a, entity) * ops.einsum("bjr,br->bj", b, relation)
         return ops.einsum("bj,bjf->bf", weights, c)
 
+    def _check_call_arguments(self, sentences_shape, question_shape, mask=None):
+        """The widths it was built for, and the mask's dtype and shape (also symbolic)."""
+        dims = getattr(self, "_input_dims", None)
+        if dims is not None:
+            validation.check_built_shape(self, "sentences", tuple(sentences_shape),
+                                         (None, None, dims[0]), "[batch, sentences, dim]")
+            validation.check_built_shape(self, "question", tuple(question_shape),
+                                         (None, dims[1]), "[batch, dim]")
+        _utils.check_masks(self, tuple(sentences_shape), mask, argument="sentences")
+
     def call(self, inputs, mask=None, return_internals=False):
         sentences, question = inputs
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
+        self._check_call_arguments(sentences.shape, question.shape, mask)
         if mask is not None:
             mask = ops.cast(mask, "bool")
         # The memory is bound, solved and read in float32 under a 16-bit policy: it is a sum of
@@ -279,6 +291,7 @@ class TPRMemory(keras.layers.Layer):
         return None
 
     def compute_output_shape(self, input_shape):
+        self._check_call_arguments(*input_shape)
         return (input_shape[0][0], self.entity_dim)
 
     def get_config(self):

@@ -65,7 +65,16 @@ class TPRSentenceEncoder(keras.layers.Layer):
         self.positions = self.add_weight(name="positions", shape=(words, dim), initializer="ones")
         super().build(input_shape)
 
+    def _check_inputs(self, input_shape):
+        if self.built:  # the position weights fix the number of words W
+            input_shape = tuple(input_shape)
+            validation.check_built_shape(
+                self, "inputs", input_shape,
+                (None,) * (len(input_shape) - 1) + (int(self.positions.shape[0]),),
+                "[..., words W]")
+
     def call(self, inputs):
+        self._check_inputs(inputs.shape)
         ids = ops.cast(inputs, "int32")
         vectors = ops.take(self.embeddings, ids, axis=0)
         if self.mask_pad_words:
@@ -74,6 +83,7 @@ class TPRSentenceEncoder(keras.layers.Layer):
         return ops.sum(vectors * (self.positions / float(words)), axis=-2)
 
     def compute_output_shape(self, input_shape):
+        self._check_inputs(input_shape)
         return tuple(input_shape[:-1]) + (self.symbol_dim or self.vocab_size,)
 
     def get_config(self):

@@ -143,6 +143,33 @@ def test_layer_norm_matches_keras_layer_norm_and_its_gradients(shape):
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), atol=2e-5)
 
 
+@pytest.mark.parametrize("scale", [1e20, 1e30, 1e38])
+def test_layer_norm_is_right_for_every_finite_input(scale):
+    """Issue 48. Measured before: from |x| ~ 1.8e19 the variance overflowed, so every row came
+    out as beta (zeros here) with a zero gradient, and near 3.4e38 outputs and gradients were
+    NaN; keras.layers.LayerNormalization still does both."""
+    rng = np.random.RandomState(0)
+    unit = rng.uniform(-1.0, 1.0, size=(3, 8))
+    x = tf.constant((scale * unit).astype("float32"))
+    norm = keras.layers.LayerNormalization(epsilon=1e-6)
+    norm.build((3, 8))
+    cotangent = tf.constant(rng.normal(size=(3, 8)).astype("float32"))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        outputs = layer_norm(x, norm)
+        loss = tf.reduce_sum(outputs * cotangent)
+    gradient = tape.gradient(loss, x).numpy()
+    expected = (unit - unit.mean(-1, keepdims=True)) / unit.std(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
+    # d LN / dx = (g - mean(g) - x_hat mean(g x_hat)) / std: scales as 1 / scale.
+    g = cotangent.numpy()
+    expected_gradient = (g - g.mean(-1, keepdims=True) - expected * (g * expected).mean(
+        -1, keepdims=True)) / (scale * unit.std(-1, keepdims=True))
+    assert np.all(np.isfinite(gradient))
+    if scale < 1e38:  # near 1e38 the true gradient, ~1e-38, is subnormal: finite, not precise
+        np.testing.assert_allclose(gradient * scale, expected_gradient * scale, atol=1e-4)
+
+
 @pytest.mark.parametrize("qkv_norm", ["joint", "separate", "none"])
 def test_mixed_precision_matches_float32(qkv_norm):
     x = _entities()

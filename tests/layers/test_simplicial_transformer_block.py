@@ -313,3 +313,25 @@ def test_layer_contract_unshared_full(tmp_path):
     run_layer_contract(
         lambda: make_block(share_weights=False, simplicial_mode="full", num_iterations=1),
         entities(7), tmp_path, fresh_process=False)
+
+
+def test_outputs_and_gradients_are_finite_up_to_float32_extremes():
+    """Issue 48. Measured before: at inputs near -1e38 (and 1e37) the outputs were finite but
+    the input gradients were not (keras.layers.LayerNormalization's variance overflows; its
+    rows then come out as beta). The block's layer norms now take moments of scaled rows."""
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    block = keras_relational.SimplicialTransformerBlock(**CONFIG, num_iterations=1)
+    unit = np.random.RandomState(0).uniform(-1.0, 1.0, size=(B, N, F)).astype("float32")
+    for scale in (1e37, 1e38):
+        x = tf.constant(scale * unit)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = block(x)
+            loss = tf.reduce_sum(outputs * np.linspace(-1.0, 1.0, F, dtype="float32"))
+        gradient = tape.gradient(loss, x)
+        assert np.all(np.isfinite(np.asarray(outputs))), scale
+        assert np.all(np.isfinite(np.asarray(gradient))), scale
+        # Not collapsed to the layer norms' beta: LN_out of the residual keeps unit variance.
+        assert np.all(np.asarray(outputs).std(-1) > 0.5), scale
