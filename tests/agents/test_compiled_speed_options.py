@@ -222,3 +222,30 @@ def test_profile_update_smoke_writes_a_summary(tmp_path):
     assert result["kernel_events"] > 0 and result["top_kernels"]
     assert result["parts"]["learning"]["microseconds"] > 0
     assert os.path.getsize(output + ".md") < 2**20 and os.path.getsize(output + ".json") < 2**20
+
+
+def test_loop_speed_sweeps_and_flop_rates(tmp_path, capsys):
+    speed = _benchmark("compiled_loop_speed")
+    args = speed.parse_args(["--num_envs=8,16", "--learner_minibatches=1,4",
+                             "--dtype_policies=float32,mixed_bfloat16"])
+    assert args.learner_minibatches == [1, 4]
+    assert args.dtype_policies == ["float32", "mixed_bfloat16"]
+    assert speed.parse_args([]).learner_minibatches == [None]
+    for bad, flag in (("--learner_minibatches=3", "--learner_minibatches"),
+                      ("--dtype_policies=bfloat17", "--dtype_policies")):
+        with pytest.raises(SystemExit):
+            speed.parse_args(["--num_envs=8", bad])
+        assert flag in capsys.readouterr().err
+    assert speed.device_slug("gpu (NVIDIA H200), 1 device(s)") == "nvidia-h200"
+    assert speed.device_slug("cpu (cpu), 1 device(s)") == "cpu"
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"preset": "p", "rows": [
+        {"sum_of_parts": {"flops_per_frame": 2e8}}]}))
+    assert speed.flops_per_frame(str(costs), "p") == 2e8
+    assert speed.flops_per_frame(str(costs), "other") is None
+    rows = [{"frames_per_second": 1e6, "dtype_policy": "mixed_bfloat16"},
+            {"frames_per_second": 1e6, "dtype_policy": None}, {"skipped": "x"}]
+    speed.add_flop_rates(rows, 2e8, {"float32": 4e14, "bfloat16": 8e14})
+    assert rows[0]["flops_per_second"] == 2e14 and rows[0]["matmul_fraction"] == 0.25
+    assert rows[1]["matmul_dtype"] == "float32" and rows[1]["matmul_fraction"] == 0.5
+    assert "flops_per_second" not in rows[2]
