@@ -1289,10 +1289,17 @@ def _count_runs(path):
 
 
 def _compile_seconds(path):
-    """A results file's top-level ``compile_seconds``, if it has one."""
+    """A results file's ``compile_seconds``: its own, else the sum of its rows' (None if it
+    reports none)."""
     try:
         with open(path) as f:
-            value = json.load(f).get("compile_seconds")
+            result = json.load(f)
+        value = result.get("compile_seconds")
+        if value is None:
+            values = [r.get("compile_seconds") for r in result.get("rows") or ()
+                      if isinstance(r, dict)]
+            values = [v for v in values if isinstance(v, (int, float))]
+            value = sum(values) if values else None
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, (int, float)) else None

@@ -333,6 +333,16 @@ def test_the_scripts_of_other_parts_are_called_with_their_flags(tmp_path):
     assert entry["error"] in (tmp_path / "simplicial_kernel.log").read_text()
 
 
+def test_compile_seconds_are_read_from_results_files(tmp_path):
+    (tmp_path / "a.json").write_text('{"compile_seconds": 12.5, "rows": []}')
+    (tmp_path / "b.json").write_text('{"rows": [{"compile_seconds": 10.0}, {"x": 1}, '
+                                     '{"compile_seconds": 2.5}]}')
+    (tmp_path / "c.json").write_text('{"rows": [{"x": 1}]}')
+    (tmp_path / "d.json").write_text('[1, 2]')
+    assert [gpu_session._compile_seconds(str(tmp_path / f"{n}.json")) for n in "abcd"] == [
+        12.5, 12.5, None, None]
+
+
 def test_a_queued_reproduction_resumes_from_its_results_and_fits_its_box(tmp_path):
     command, cap = gpu_session.reproduce_command(
         "reproduce_tpr_babi", ["--mode=table2", "--tasks=1,2", "--max_minutes=3"], 400, 60,
