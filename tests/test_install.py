@@ -8,6 +8,7 @@ checkout.
 """
 
 import ast
+import concurrent.futures
 import configparser
 import importlib.util
 import os
@@ -46,7 +47,13 @@ def test_every_binary_has_a_console_script_calling_its_run():
     for line in _setup_cfg()["options.entry_points"]["console_scripts"].strip().splitlines():
         name, target = (part.strip() for part in line.split("="))
         scripts[name] = target
-    assert scripts == {name: f"keras_relational.experiments.{name}:run" for name in _BINARIES}
+    # experiments/scripts.py imports the binary inside the console script (a missing dependency
+    # is one line naming its extra) and calls its run().
+    assert scripts == {name: f"keras_relational.experiments.scripts:{name}" for name in _BINARIES}
+    from keras_relational.experiments import scripts as scripts_module
+
+    assert set(scripts_module.BINARIES) == set(_BINARIES)
+    assert all(callable(getattr(scripts_module, name)) for name in _BINARIES)
     for name in _BINARIES:  # statically: importing the binaries loads TensorFlow
         with open(os.path.join(_REPO_ROOT, "experiments", f"{name}.py")) as f:
             tree = ast.parse(f.read())
@@ -176,6 +183,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     for name in _BINARIES:
         assert (venv / "bin" / name).exists(), name
     _check_documented_install_paths(wheel, python, outside)
+    _check_console_scripts_in_each_install_variant(wheel, venv, outside)
 
 
 # What each install path of the README promises, run in the wheel's venv. The venv sees the
@@ -241,3 +249,175 @@ def _check_documented_install_paths(wheel, python, outside):
     assert rl.returncode == 0 and "train_eval" in rl.stdout, rl.stderr[-3000:]
     plots = _run([str(python.parent / "plot_results"), "--help"], cwd=outside)
     assert plots.returncode == 1 and "plot_results ROOT_DIR" in plots.stdout, plots.stderr
+
+
+# --- Each install line, each console script ---------------------------------------------------
+# The wheel's venv sees the whole pinned stack; an install variant (an extra, or none) is
+# simulated by making every top-level module unimportable whose distribution that variant would
+# not install: the closure of the wheel's Requires-Dist for the extra over the installed
+# distributions' own metadata. A .pth file loads the blocker at start-up in every process of the
+# venv; KR_TEST_BLOCKED_MODULES (comma-separated) names the modules.
+_VARIANT_BLOCKER = '''
+import importlib.util, os, sys
+_blocked = frozenset(filter(None, os.environ.get("KR_TEST_BLOCKED_MODULES", "").split(",")))
+if _blocked:
+    class _NotInstalled:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in _blocked:
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    sys.meta_path.insert(0, _NotInstalled())
+    _find_spec = importlib.util.find_spec
+    def _find_spec_unless_blocked(name, package=None):
+        if name.split(".")[0] in _blocked:
+            return None
+        return _find_spec(name, package)
+    importlib.util.find_spec = _find_spec_unless_blocked
+'''
+# The README's install lines: the base package, each backend, the environments and the RL side
+# (with tf-agents --no-deps). KERAS_BACKEND where the line sets it.
+_INSTALL_VARIANTS = (
+    ((), {}, ()),
+    (("tensorflow",), {}, ()),
+    (("jax",), {}, ()),
+    (("jax",), {"KERAS_BACKEND": "jax"}, ()),
+    (("envs",), {}, ()),
+    (("rl",), {}, ("tf-agents",)),
+)
+_MISSING_LINE = re.compile(r"^(\w+): No module named '([\w.]+)'(?:, Keras' default backend: set "
+                           r"KERAS_BACKEND=(\w+) \(installed\), or install TensorFlow)?: pip "
+                           r'install "keras-relational\[(\w+)\]"')
+
+
+def _normalized(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _installed_closure(requirements, extras=()):
+    """The normalized names of the installed distributions that ``requirements`` (strings, with
+    ``extra`` markers evaluated for ``extras``) pull in, recursively."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    found, pending = {}, [(r, tuple(extras)) for r in requirements]
+    while pending:
+        text, active = pending.pop()
+        requirement = Requirement(text)
+        if requirement.marker is not None and not any(
+                requirement.marker.evaluate({"extra": e}) for e in (active or ("",))):
+            continue
+        key = _normalized(requirement.name)
+        new_extras = set(requirement.extras) - found.get(key, set())
+        if key in found and not new_extras:
+            continue
+        try:
+            distribution = importlib.metadata.distribution(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        found.setdefault(key, set()).update(requirement.extras)
+        pending.extend((r, tuple(requirement.extras)) for r in distribution.requires or ())
+    return set(found)
+
+
+def _modules_not_installed(requirements, extras, also):
+    """The top-level modules of the stack that ``requirements`` with ``extras`` (plus the
+    distributions ``also``) do not install."""
+    import importlib.metadata
+
+    installed = _installed_closure(requirements, extras) | _installed_closure(also) | {
+        "keras-relational"}
+    return sorted(module for module, distributions in
+                  importlib.metadata.packages_distributions().items()
+                  if module.isidentifier() and not any(_normalized(d) in installed
+                                                       for d in distributions))
+
+
+def _requires_dist(wheel):
+    return [line.split(":", 1)[1].strip() for line in _metadata(wheel).splitlines()
+            if line.startswith("Requires-Dist:")]
+
+
+def _console_outcome(name, variant, result, blocked, environment, requirements):
+    """``"help"``, the extra a one-line message names, or ``"KERAS_BACKEND=..."``."""
+    where = f"{name} in {variant}: {result.stderr[-2000:]}"
+    assert result.returncode == 1, where
+    assert "Traceback" not in result.stderr, where
+    if "Try --helpfull" in result.stdout:
+        return "help"
+    lines = result.stderr.strip().splitlines()
+    match = _MISSING_LINE.match(lines[-1] if lines else "")
+    assert match and match.group(1) == name, where
+    module, backend, extra = match.group(2, 3, 4)
+    assert module.split(".")[0] in blocked, where  # really missing in this variant
+    if backend is not None:  # KERAS_BACKEND=<an installed backend>
+        assert backend not in blocked and "KERAS_BACKEND" not in environment, where
+        return f"KERAS_BACKEND={backend}"
+    # the named extra installs the module
+    assert module.split(".")[0] not in _modules_not_installed(
+        requirements, (extra,), ("tf-agents",) if extra == "rl" else ()), where
+    return extra
+
+
+def _check_console_scripts_in_each_install_variant(wheel, venv, outside):
+    """Each console script answers ``--help`` or names the missing extra (or KERAS_BACKEND) in
+    one line, in each install variant; with the whole stack every one answers ``--help``."""
+    site_packages = _run([str(venv / "bin" / "python"), "-c", "import sysconfig; print("
+                          "sysconfig.get_path('purelib'))"], cwd=outside).stdout.strip()
+    with open(os.path.join(site_packages, "_kr_test_variant.py"), "w") as f:
+        f.write(_VARIANT_BLOCKER)
+    with open(os.path.join(site_packages, "_kr_test_variant.pth"), "w") as f:
+        f.write("import _kr_test_variant\n")
+    requirements = _requires_dist(wheel)
+    outcomes = {}
+    for extras, environment, also in (*_INSTALL_VARIANTS, (None, None, None)):
+        if extras is None:  # the whole stack of `make venv`: the binaries that [rl] did not run
+            extras, environment, also, blocked = ("all",), {}, (), []
+            names = [n for n in _BINARIES if outcomes["[rl]", n] != "help"]
+        else:
+            blocked = _modules_not_installed(requirements, extras, also)
+            names = _BINARIES
+        variant = f"[{','.join(extras)}]" + "".join(f" {k}={v}" for k, v in environment.items())
+        env_update = {"KR_TEST_BLOCKED_MODULES": ",".join(blocked), **environment}
+        # Two processes at a time: most of a --help's time is imports, waiting on the disk.
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = pool.map(lambda name, env_update=env_update: _run(
+                [str(venv / "bin" / name), "--help"], cwd=outside, env_update=env_update), names)
+            for name, result in zip(names, results, strict=True):
+                outcomes[variant, name] = _console_outcome(
+                    name, variant, result, blocked, environment, requirements)
+    # [jax] without KERAS_BACKEND: Keras' default backend is missing, and the line says to set
+    # the variable rather than dying inside Keras.
+    assert any(outcomes["[jax]", n] == "KERAS_BACKEND=jax" for n in _BINARIES), outcomes
+    # With the whole stack (a superset of [rl]) every console script answers --help.
+    assert all("help" in (outcomes["[rl]", n], outcomes.get(("[all]", n))) for n in _BINARIES)
+    return outcomes
+
+
+def test_missing_dependency_message_names_the_extra_or_the_backend_variable():
+    from keras_relational.experiments import scripts
+
+    def missing(name):
+        return ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    assert scripts.missing_dependency_message("plot_results", missing("matplotlib.pyplot")) == (
+        "plot_results: No module named 'matplotlib': pip install \"keras-relational[plots]\"")
+    assert scripts.missing_dependency_message("train_boxworld", missing("tf_agents")) == (
+        "train_boxworld: No module named 'tf_agents': pip install \"keras-relational[rl]\" && "
+        "pip install --no-deps tf-agents==0.19.0")
+    assert scripts.missing_dependency_message("train_babi", missing("keras_relational.x")) is None
+    # TensorFlow missing for our own import: the extra, whatever the backend.
+    assert scripts.missing_dependency_message("train_babi", missing("tensorflow"), {}).endswith(
+        'pip install "keras-relational[tensorflow]"')
+    # TensorFlow missing where Keras loads its default backend, with JAX installed instead.
+    try:
+        exec(compile("raise ModuleNotFoundError(\"No module named 'tensorflow'\", "
+                     "name='tensorflow')", os.path.join("keras", "src", "backend", "__init__.py"),
+                     "exec"))
+    except ModuleNotFoundError as error:
+        from_keras = error
+    if importlib.util.find_spec("jax") is not None:
+        message = scripts.missing_dependency_message("train_babi", from_keras, {})
+        assert "set KERAS_BACKEND=jax (installed)" in message, message
+    assert scripts.missing_dependency_message(
+        "train_babi", from_keras, {"KERAS_BACKEND": "jax"}).endswith(
+        'pip install "keras-relational[tensorflow]"')
