@@ -161,14 +161,16 @@ def training_line(step, frames, fps, episodes, mean_return, solve_rate, loss, ac
     """One metric line of an RL training run, the same for every trainer.
 
     ``step 1600 | frames 512000 | 880 frames/s | episodes 232 | return 9.39 | solved 85.3% |
-    loss -2.602 | acting 26% [| policy lag 1.0] [| ETA 1:05]``: ``acting_share`` is the fraction
-    of the interval's time spent acting; ``eta`` in seconds (``None``: unknown yet, shown as
-    ``?``; left out: no ETA part).
+    loss -2.602 [| acting 26%] [| policy lag 1.0] [| ETA 1:05]``: ``acting_share`` is the
+    fraction of the interval's time spent acting (None: not measured, no acting part: the
+    compiled loop acts inside its one compiled update); ``eta`` in seconds (``None``: unknown
+    yet, shown as ``?``; left out: no ETA part).
     """
     line = (f"step {step:6d} | frames {frames:9d} | {fps:7.0f} frames/s | "
             f"episodes {episodes:4d} | return {mean_return:6.2f} | "
-            f"solved {100 * solve_rate:5.1f}% | loss {float(loss):9.3f} | "
-            f"acting {100 * acting_share:3.0f}%")
+            f"solved {100 * solve_rate:5.1f}% | loss {float(loss):9.3f}")
+    if acting_share is not None:
+        line += f" | acting {100 * acting_share:3.0f}%"
     if policy_lag is not None:
         line += f" | policy lag {policy_lag:4.1f}"
     if eta is not _NOT_SHOWN:

@@ -262,3 +262,40 @@ def test_api_reference_renders_examples_as_code_and_no_rest_markup(tmp_path):
         literal = [line.strip() for line in text.splitlines() if "::" in line]
         assert not literal, f"api/{name}: literal '::' in {literal[:5]}"
     assert highlighted_examples >= 18, highlighted_examples
+
+
+# --- docs/tensorboard.md: its Python snippet on a compiled run's output ---------------------
+def _python_block_after(text, heading):
+    section = text[text.index(heading):]
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+
+
+@pytest.mark.slow  # one tiny compiled run (its update compiles)
+def test_tensorboard_page_snippet_reads_a_compiled_run(tmp_path, capsys):
+    """The snippet of "Reading them in Python" prints the solve rates of a tiny compiled run,
+    whose collect/ directory holds TF-Agents' tags (docs/tensorboard.md)."""
+    pytest.importorskip("tensorboard")
+    from keras_relational.agents.compiled import train_eval as compiled_train_eval
+
+    root = str(tmp_path / "run")
+    # Episodes of at most 3 steps finish inside every 4-step unroll.
+    compiled_train_eval.train_eval(
+        root, num_iterations=2, eval_episodes=0, num_envs=2, unroll_length=4, log_interval=1,
+        env_kwargs=dict(goal_length=1, num_distractors=0, room_size=5, max_steps=3,
+                        observation_type="one_hot"),
+        model_kwargs=dict(key_dim=8, mlp_hidden_units=(8,), head_units=(8,),
+                          conv_filters=(8, 8)), print_fn=lambda line: None)
+    with open(os.path.join(REPO, "docs", "tensorboard.md"), encoding="utf-8") as f:
+        snippet = _python_block_after(f.read(), "## Reading them in Python")
+    assert '"/tmp/keras_relational_demo"' in snippet  # the demo's root_dir (Makefile DEMO_DIR)
+    exec(snippet.replace('"/tmp/keras_relational_demo"', repr(root)), {})
+    printed = capsys.readouterr().out.split("\n")
+    steps = [int(line.split()[0]) for line in printed if line.strip()]
+    assert steps == [1, 2], printed  # one solve rate per progress line
+    from keras_relational.experiments.plots_lib import read_scalars
+
+    collect = read_scalars(root)["collect"]
+    assert {"Metrics/NumberOfEpisodes", "Metrics/EnvironmentSteps",
+            "Metrics/EnvironmentStepsPerSecond", "Metrics/AverageReturn", "Metrics/SolveRate",
+            "Metrics/SolveRate/EnvironmentSteps"} <= set(collect)
+    assert list(collect["Metrics/SolveRate/EnvironmentSteps"][0]) == [8, 16]  # frames

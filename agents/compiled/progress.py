@@ -24,8 +24,9 @@ class Progress:
     Args:
         config: the run's config.
         start_step: the step the run starts (or resumes) from.
-        writer: a :class:`~keras_relational.without_tensorflow.ScalarWriter` (progress
-            scalars) and ``loss_writer`` one for the loss terms.
+        writer: a :class:`~keras_relational.without_tensorflow.ScalarWriter` for the collect
+            metrics (``root_dir/collect``: ``Metrics/*``) and ``loss_writer`` one for the loss
+            terms.
         print_fn: receives the lines.
         bar: the :class:`~keras_relational.progress_bar.ProgressBar` to update (None: a bar that
             is never drawn); lines go through its ``print`` so that they appear above it.
@@ -42,6 +43,7 @@ class Progress:
         self._last_time, self._last_step = self.started, start_step
         self._start_step = start_step
         self._reset_interval()
+        self._episodes_total = 0  # episodes finished since this process started
         self.history = []
         self.out_of_time = False
 
@@ -60,6 +62,10 @@ class Progress:
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         fps = (step - self._start_step) * self._config.frames_per_step / elapsed
         self._bar.update(step, frames_text(step, self._config.frames_per_step, fps))
+        if step == self._start_step + 1:
+            # The ETA counts from the second update: the first one's time holds compilation
+            # (TensorFlow compiles inside it), which would inflate the ETA many times over.
+            self._bar.restart_clock(step)
         # The first update of a run (or piece) gets its line whatever the interval: it says
         # the loop runs, and its time (the first call) stands apart from the steady rate.
         if (step - self._last_step >= self._config.log_interval
@@ -72,17 +78,28 @@ class Progress:
         fps = (step - self._last_step) * frames_per_step / max(now - self._last_time, 1e-9)
         rate = self._solved / self._episodes if self._episodes else math.nan
         mean_return = self._return_sum / self._episodes if self._episodes else math.nan
-        total = self._acting_seconds + self._learning_seconds
-        acting_share = self._acting_seconds / max(total, 1e-9)
         frames = int(step * frames_per_step)
-        self._writer.scalars(step, dict(frames_per_second=fps, solve_rate=rate,
-                                        average_return=mean_return))
+        self._episodes_total += self._episodes
+        # TF-Agents' collect metrics under root_dir/collect, as the TF-Agents trainer writes
+        # them (agents/progress.py), less Metrics/AverageEpisodeLength: the compiled update
+        # does not count episode lengths. Averages only where an episode finished.
+        collect = {"Metrics/NumberOfEpisodes": self._episodes_total,
+                   "Metrics/EnvironmentSteps": frames,
+                   "Metrics/EnvironmentStepsPerSecond": fps}
+        averages = {"Metrics/AverageReturn": mean_return,
+                    "Metrics/SolveRate": rate} if self._episodes else {}
+        self._writer.scalars(step, {**collect, **averages})
+        if averages:  # the same values with the frame count as their step
+            self._writer.scalars(frames, {f"{tag}/EnvironmentSteps": value
+                                          for tag, value in averages.items()})
         self._loss_writer.scalars(step, {f"Losses/{name}": float(value) for name, value in
                                          metrics._asdict().items() if name in (
                                              "loss", "policy_gradient_loss", "value_loss",
                                              "entropy", "gradient_norm")})
+        # No acting share: acting runs inside the compiled update, where it cannot be timed
+        # apart (the host's time around it is in the history as acting_seconds).
         self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
-                                  float(metrics.loss), acting_share, eta=self._bar.eta()))
+                                  float(metrics.loss), None, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
                                  average_return=mean_return, seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,

@@ -6,7 +6,7 @@
 (:class:`~keras_relational.agents.compiled.loop.CompiledLoop`) under the Keras backend, JAX or
 TensorFlow; it needs neither TensorFlow nor TF-Agents under JAX. Its outputs are those of
 :func:`keras_relational.agents.train_eval.train_eval`: the same progress lines, TensorBoard
-scalars under ``root_dir/train``, ``root_dir/collect_extra`` and ``root_dir/eval``, checkpoints
+scalars under ``root_dir/train``, ``root_dir/collect`` and ``root_dir/eval``, checkpoints
 under ``root_dir/train/checkpoints`` and the learning curve ``root_dir/curves.jsonl``
 (:mod:`~keras_relational.agents.curves`; re-running with the same ``root_dir`` resumes, also after
 ``kill -9``, exactly where the uninterrupted run would be), evaluation on fresh levels, the Keras
@@ -133,7 +133,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         bar = ProgressBar(config.num_iterations, "updates", start=start_step)
         print_fn = bar.print
     writers = [without_tensorflow.ScalarWriter(os.path.join(root_dir, name))
-               for name in ("collect_extra", "train")]
+               for name in ("collect", "train")]
     progress = Progress(config, start_step, *writers, print_fn, bar)
     curve = CurveFile(root_dir, start_step)  # the learning curve across resumed pieces
     step = start_step
@@ -172,18 +172,38 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     print_fn(f"exporting the Keras model to {root_dir}")  # the export takes a while, silently
     keras_model_dir, keras_file, export_note = export_keras_model(model, root_dir)
     elapsed = time.perf_counter() - progress.started
+    frames_per_second = (step - start_step) * config.frames_per_step / max(elapsed, 1e-9)
+    history = progress.history
+    if step == start_step:  # a re-run of a finished run trains nothing: keep its figures
+        previous = _previous_result(root_dir)
+        frames_per_second = previous.get("frames_per_second", frames_per_second)
+        history = previous.get("history", history)
     result = dict(
         train_step=step, frames=int(step * config.frames_per_step),
-        frames_per_second=(step - start_step) * config.frames_per_step / max(elapsed, 1e-9),
+        frames_per_second=frames_per_second,
         eval_solve_rate=eval_rate, test_solve_rates=test_rates, policies_dir=None,
         keras_model_dir=keras_model_dir, keras_file=keras_file, actor_jit_compile=True,
         trainer="compiled", backend=keras.backend.backend(), dtype_policy=config.dtype_policy,
         export_note=export_note,
-        history=progress.history)
+        history=history)
     json_files.write_json(os.path.join(root_dir, "result.json"), result)  # NaN as null
-    print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}%, Keras model in "
-             f"{keras_model_dir or keras_file}")
+    # The evaluation samples the policy: `play_boxworld --model=<keras_file> --nogreedy` plays
+    # as it was evaluated (the default, greedy argmax, can repeat a move forever on a level).
+    print_fn(f"done: step {step}, eval solve rate {100 * eval_rate:.1f}% (sampled actions), "
+             f"Keras model in {keras_file}")
     return result
+
+
+def _previous_result(root_dir):
+    """The run's last ``result.json`` as a dict ({} when there is none or it does not parse)."""
+    import json
+
+    try:
+        with open(os.path.join(root_dir, "result.json")) as f:
+            previous = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return previous if isinstance(previous, dict) else {}
 
 
 def export_keras_model(model, root_dir):
