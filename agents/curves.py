@@ -2,8 +2,10 @@
 
 One JSON object a line, one line per progress line: ``step``, ``frames``, ``solve_rate`` and
 ``average_return`` of the training episodes finished since the previous line (null when none
-finished), ``frames_per_second``, and ``wall_seconds``: training-loop wall time summed over every
-piece of the run. The file is rewritten atomically (temporary file + ``os.replace``) at every line,
+finished), ``frames_per_second``, ``wall_seconds``: training-loop wall time summed over every
+piece of the run, and from the compiled trainer ``losses``: its learner scalars (loss terms,
+gradient norms, value error, rewards; ``agents/compiled/progress.py``) over the same updates.
+The file is rewritten atomically (temporary file + ``os.replace``) at every line,
 so a run killed at any moment leaves a whole file. On a resume, the lines past the checkpoint the
 run resumes from (written after it, then lost) are dropped, and the wall time continues from the
 last kept line. ``benchmarks/plot_rl_curves.py`` draws these files.
@@ -82,6 +84,9 @@ class CurveFile:
             average_return=_finite_or_none(entry.get("average_return", float("nan"))),
             frames_per_second=_finite_or_none(entry["fps"]),
             wall_seconds=self._wall_offset + float(entry["seconds"])))
+        if "losses" in entry:  # the compiled trainer's learner scalars (compiled/progress.py)
+            self.rows[-1]["losses"] = {name: _finite_or_none(value)
+                                       for name, value in entry["losses"].items()}
         temporary = f"{self.path}.tmp"
         with open(temporary, "w") as f:
             f.writelines(json.dumps(row) + "\n" for row in self.rows)

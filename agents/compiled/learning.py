@@ -32,8 +32,24 @@ Unroll.__doc__ = """A time-major unroll: ``T`` transitions of ``B`` environments
 the reward and discount being those of the step the action led to (TF-Agents' trajectories).
 """
 
-LossInfo = collections.namedtuple(
-    "LossInfo", ["loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm"])
+LossInfo = collections.namedtuple("LossInfo", [
+    "loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm",
+    "clipped_gradient_norm", "value_error", "value_mean", "reward_sum", "reward_max",
+    "transitions", "finite_parameters"])
+LossInfo.__doc__ = """Scalars of one learner step (float32, computed inside the compiled update).
+
+``loss`` and its terms ``policy_gradient_loss``, ``value_loss`` (before ``baseline_cost``) and
+``entropy`` (before ``entropy_cost``) are sums over the unroll's ``transitions`` (time x batch,
+as IMPALA's); ``gradient_norm`` is the global norm before the clip, ``clipped_gradient_norm``
+after it; ``value_error`` the root mean square of ``v_s - V(x_s)`` and ``value_mean`` the mean
+``V(x_s)`` over the real transitions; ``reward_sum`` and ``reward_max`` the sum and the largest
+absolute reward after ``reward_scale``; ``finite_parameters`` 1 when every updated weight is
+finite, else 0."""
+
+LossTerms = collections.namedtuple("LossTerms", [
+    "loss", "policy_gradient_loss", "value_loss", "entropy", "value_error", "value_mean",
+    "reward_sum", "reward_max", "transitions"])
+LossTerms.__doc__ = """The loss of one unroll, its terms and diagnostics (see :class:`LossInfo`)."""
 
 
 def make_optimizer(name, learning_rate, dtype_policy="float32"):
@@ -85,7 +101,16 @@ def vtrace_loss(costs, unroll, target_log_probs, log_rhos, entropy, values):
         values: ``V(x_t)``, ``[T + 1, B]`` (the last one bootstraps).
 
     Returns:
-        ``(loss, (pg_loss, value_loss, entropy))``.
+        ``(loss, (pg_loss, value_loss, entropy))``; :func:`vtrace_loss_terms` has the
+        diagnostics too.
+    """
+    terms = vtrace_loss_terms(costs, unroll, target_log_probs, log_rhos, entropy, values)
+    return terms.loss, (terms.policy_gradient_loss, terms.value_loss, terms.entropy)
+
+
+def vtrace_loss_terms(costs, unroll, target_log_probs, log_rhos, entropy, values):
+    """:func:`vtrace_loss` as :class:`LossTerms`: the loss, its terms and the value error,
+    mean value, reward sum and largest reward of the unroll (arguments as :func:`vtrace_loss`).
     """
     # Transition t -> t+1 is real unless step t is LAST (then t+1 is a new episode).
     mask = keras.ops.cast(unroll.step_type[:-1] != LAST, "float32")
@@ -99,7 +124,13 @@ def vtrace_loss(costs, unroll, target_log_probs, log_rhos, entropy, values):
     value_loss = 0.5 * keras.ops.sum(mask * keras.ops.square(returns.vs - values[:-1]))
     entropy = keras.ops.sum(mask * entropy)
     loss = pg_loss + costs.baseline_cost * value_loss - costs.entropy_cost * entropy
-    return loss, (pg_loss, value_loss, entropy)
+    transitions = keras.ops.sum(mask)
+    per_transition = 1.0 / keras.ops.maximum(transitions, 1.0)
+    value_error = keras.ops.sqrt(2.0 * keras.ops.stop_gradient(value_loss) * per_transition)
+    value_mean = keras.ops.sum(mask * keras.ops.stop_gradient(values[:-1])) * per_transition
+    return LossTerms(loss, pg_loss, value_loss, entropy, value_error, value_mean,
+                     keras.ops.sum(mask * rewards), keras.ops.max(keras.ops.abs(rewards)),
+                     transitions)
 
 
 class VTraceLearner:
@@ -142,25 +173,33 @@ class VTraceLearner:
         behaviour_log_probs, _ = log_softmax_and_entropy(unroll.behaviour_logits)
         target_log_probs = action_log_prob(log_probs, unroll.action)
         log_rhos = target_log_probs - action_log_prob(behaviour_log_probs, unroll.action)
-        loss, parts = vtrace_loss(config, unroll, target_log_probs, log_rhos, entropy, values)
-        return loss, (non_trainable, parts)
+        terms = vtrace_loss_terms(config, unroll, target_log_probs, log_rhos, entropy, values)
+        return terms.loss, (non_trainable, terms)
 
     def update(self, params, optimizer_variables, unroll):
         """One gradient step: ``(params, optimizer_variables, LossInfo)``."""
         trainable, non_trainable = params
         scale = (keras.ops.ones((), "float32") if self._scale_index is None
                  else optimizer_variables[self._scale_index])
-        (_, (loss, (non_trainable, parts))), grads = self._loss_and_grads(
+        (_, (loss, (non_trainable, terms))), grads = self._loss_and_grads(
             trainable, non_trainable, unroll, scale)
         # The gradients are scaled by `scale`; the LossScaleOptimizer divides them by it (and
         # skips a step with non-finite ones). The norm and the clip are the unscaled ones'.
         norm = keras.ops.sqrt(sum(keras.ops.sum(keras.ops.square(g)) for g in grads)) / scale
+        clipped_norm = norm
         if self.config.gradient_clip_norm is not None:
             # tf.clip_by_global_norm: g * clip / max(norm, clip).
             clip = self.config.gradient_clip_norm / keras.ops.maximum(
                 norm, self.config.gradient_clip_norm)
             grads = [g * clip for g in grads]
+            clipped_norm = norm * clip
         trainable, optimizer_variables = backend.apply_gradients(
             self.optimizer, optimizer_variables, grads, trainable,
             self.model.trainable_variables)
-        return (trainable, non_trainable), optimizer_variables, LossInfo(loss, *parts, norm)
+        # One reduction a weight: cheap beside the forward pass over T x B observations.
+        finite = keras.ops.all(keras.ops.stack(
+            [keras.ops.all(keras.ops.isfinite(w)) for w in trainable]))
+        return (trainable, non_trainable), optimizer_variables, LossInfo(
+            loss, terms.policy_gradient_loss, terms.value_loss, terms.entropy, norm,
+            clipped_norm, terms.value_error, terms.value_mean, terms.reward_sum,
+            terms.reward_max, terms.transitions, keras.ops.cast(finite, "float32"))

@@ -24,10 +24,11 @@ from keras_relational.agents.compiled.learning import LAST, LossInfo, Unroll, VT
 FIRST = 0
 
 Metrics = collections.namedtuple("Metrics", [
-    "loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm",
-    "episodes", "solved", "return_sum", "levels_started"])
-Metrics.__doc__ = """Scalars of one update: the loss terms, and over the unroll's steps the
-episodes finished, those solved, the sum of their returns and the bank levels started."""
+    *LossInfo._fields, "episodes", "solved", "return_sum", "levels_started"])
+Metrics.__doc__ = """Scalars of one update: the learner's ``LossInfo`` (loss terms, gradient
+norms, value error, reward scale; :mod:`~keras_relational.agents.compiled.learning`), and over the
+unroll's steps the episodes finished, those solved, the sum of their returns and the bank levels
+started."""
 
 
 # LossInfo fields that are sums over an unroll's transitions: summed over learner minibatches.
@@ -216,5 +217,5 @@ class CompiledLoop:
     def _collect_fn(self, state, bank):
         state, _, episodes = self._unroll(state, bank)
         zero = keras.ops.zeros((), "float32")
-        return self.data_parallel.constrain(state), Metrics(zero, zero, zero, zero, zero,
-                                                            *episodes)
+        return self.data_parallel.constrain(state), Metrics(
+            *(zero for _ in LossInfo._fields), *episodes)

@@ -6,12 +6,21 @@ trainers read alike. In the compiled loop environment steps, acting and learning
 compiled call and cannot be timed apart: ``learning_seconds`` is the time in that call and
 ``acting_seconds`` the host's time around it (level banks, bookkeeping);
 ``benchmarks/compiled_vs_tf_agents.py`` measures the acting share of the compiled call itself.
+The line's loss is the mean over the updates since the previous line (one update's summed
+loss swings with the rewards of its unroll).
 """
 
 import math
 import time
 
+from keras_relational.agents.compiled.learning import LossInfo
 from keras_relational.progress_bar import ProgressBar, frames_text, training_line
+
+# Learner scalars written to TensorBoard (``train/Losses/<name>``) and ``curves.jsonl``
+# (``losses``): each the mean over the updates since the previous line, ``loss_min`` and
+# ``loss_max`` the extremes of the updates' losses (one update's summed loss swings by the
+# rewards its unroll happens to hold; docs/rl.md).
+LOSS_SCALARS = tuple(name for name in LossInfo._fields if name != "finite_parameters")
 
 
 class Progress:
@@ -51,6 +60,9 @@ class Progress:
         self._episodes = self._solved = 0
         self._return_sum = 0.0
         self._acting_seconds = self._learning_seconds = 0.0
+        self._loss_sums = dict.fromkeys(LOSS_SCALARS, 0.0)
+        self._loss_extremes = [math.inf, -math.inf]
+        self._updates = 0
 
     def record(self, step, metrics, host_seconds, update_seconds):
         """Accounts one update (``metrics``: a ``Metrics`` of NumPy scalars)."""
@@ -59,6 +71,11 @@ class Progress:
         self._return_sum += float(metrics.return_sum)
         self._acting_seconds += host_seconds
         self._learning_seconds += update_seconds
+        self._updates += 1
+        for name in LOSS_SCALARS:
+            self._loss_sums[name] += float(getattr(metrics, name))
+        self._loss_extremes = [min(self._loss_extremes[0], float(metrics.loss)),
+                               max(self._loss_extremes[1], float(metrics.loss))]
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         fps = (step - self._start_step) * self._config.frames_per_step / elapsed
         self._bar.update(step, frames_text(step, self._config.frames_per_step, fps))
@@ -92,18 +109,19 @@ class Progress:
         if averages:  # the same values with the frame count as their step
             self._writer.scalars(frames, {f"{tag}/EnvironmentSteps": value
                                           for tag, value in averages.items()})
-        self._loss_writer.scalars(step, {f"Losses/{name}": float(value) for name, value in
-                                         metrics._asdict().items() if name in (
-                                             "loss", "policy_gradient_loss", "value_loss",
-                                             "entropy", "gradient_norm")})
+        updates = max(self._updates, 1)
+        losses = {name: total / updates for name, total in self._loss_sums.items()}
+        losses.update(loss_min=self._loss_extremes[0], loss_max=self._loss_extremes[1])
+        self._loss_writer.scalars(step, {f"Losses/{name}": value
+                                         for name, value in losses.items()})
         # No acting share: acting runs inside the compiled update, where it cannot be timed
         # apart (the host's time around it is in the history as acting_seconds).
         self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
-                                  float(metrics.loss), None, eta=self._bar.eta()))
+                                  losses["loss"], None, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
                                  average_return=mean_return, seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
-                                 learning_seconds=self._learning_seconds))
+                                 learning_seconds=self._learning_seconds, losses=losses))
         self._reset_interval()
         self._last_time, self._last_step = now, step
         max_seconds = self._config.max_seconds

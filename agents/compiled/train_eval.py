@@ -18,6 +18,8 @@ None).
 import os
 import time
 
+import numpy as np
+
 from keras_relational import json_files, run_settings, validation, whole_files, without_tensorflow
 from keras_relational.agents import config as config_lib
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop
@@ -149,6 +151,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             state, metrics = compiled.update(state, bank)
             metrics = type(metrics)(*(keras.ops.convert_to_numpy(m) for m in metrics))
             done = time.perf_counter()
+            check_finite(root_dir, step + 1, metrics, optimizer)  # before any save
             banks.record(metrics.levels_started)
             step += 1
             host_seconds = (tock - tick) + (time.perf_counter() - done)
@@ -206,6 +209,39 @@ def _previous_result(root_dir):
     return previous if isinstance(previous, dict) else {}
 
 
+class NonFiniteLossError(FloatingPointError):
+    """An update's loss, gradient or weights became non-finite; the run stopped before saving."""
+
+
+def check_finite(root_dir, update, metrics, optimizer):
+    """Raises :class:`NonFiniteLossError` naming ``update`` when its loss or gradient norm is
+    not finite, or it left a non-finite weight; the state of that update is never saved, so the
+    newest checkpoint under ``root_dir`` stays the last good one.
+
+    Under a ``LossScaleOptimizer`` (``mixed_float16``) a non-finite loss or gradient is the
+    optimizer's signal to skip the step and lower its scale (Micikevicius et al. 2018, Sec. 3.2):
+    only non-finite weights stop the run there.
+    """
+    import keras
+
+    loss, norm = float(metrics.loss), float(metrics.gradient_norm)
+    loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    bad = [] if loss_scaling else [f"{name} {value}" for name, value in (
+        ("loss", loss), ("gradient norm", norm)) if not np.isfinite(value)]
+    if not metrics.finite_parameters:
+        bad.append("a non-finite weight after the step")
+    if not bad:
+        return
+    newest = checkpointing.checkpoints(root_dir)
+    kept = (f"the newest checkpoint, {newest[-1]}, is the last good one and was kept"
+            if newest else "no checkpoint had been written yet")
+    raise NonFiniteLossError(
+        f"Training stopped at update {update}: {', '.join(bad)} (loss terms: policy gradient "
+        f"{float(metrics.policy_gradient_loss)}, value {float(metrics.value_loss)}, entropy "
+        f"{float(metrics.entropy)}). Its state was not saved; {kept}. Lower `learning_rate` or "
+        f"`reward_scale`, or set `gradient_clip_norm`, and resume from {root_dir}.")
+
+
 def export_keras_model(model, root_dir):
     """Writes ``root_dir/keras_model.keras`` and, where TensorFlow is installed,
     ``root_dir/keras_model`` (``model.export``, a SavedModel); both replace older ones whole.
@@ -220,4 +256,4 @@ def export_keras_model(model, root_dir):
     return keras_model_dir, keras_file, None
 
 
-__all__ = ["CompiledConfig", "make_config", "train_eval"]
+__all__ = ["CompiledConfig", "NonFiniteLossError", "make_config", "train_eval"]
