@@ -342,3 +342,42 @@ def define_dtype_policy_flag(flag_values=flags.FLAGS):
         "Keras dtype policy of the model: float32, mixed_bfloat16 or mixed_float16 (float32 "
         "weights, 16-bit compute; mixed_float16 with dynamic loss scaling). Recorded in the "
         "results file.", flag_values=flag_values)
+
+
+def quiet_tensorflow_startup():
+    """Imports TensorFlow (where installed) with its start-up lines hidden, for notebooks.
+
+    TensorFlow writes :data:`HARMLESS_STDERR_LINES` (the oneDNN notice, CUDA probing without a
+    GPU driver, absl's pre-initialisation banner) to file descriptor 2 while it loads, before
+    ``TF_CPP_MIN_LOG_LEVEL`` applies; a notebook shows them in the cell's output. This sets
+    ``TF_CPP_MIN_LOG_LEVEL=2`` (unless set), imports TensorFlow with descriptor 2 sent to a
+    temporary file, and writes back every captured line but those. A no-op where TensorFlow is
+    not installed or already imported.
+
+    Returns:
+        The number of lines hidden.
+    """
+    import importlib.util
+    import re
+    import tempfile
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", _TF_CPP_MIN_LOG_LEVEL)
+    if "tensorflow" in sys.modules or importlib.util.find_spec("tensorflow") is None:
+        return 0
+    harmless = re.compile("|".join(f"(?:{p})" for p in HARMLESS_STDERR_LINES))
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        lines = captured.read().decode(errors="replace").splitlines(keepends=True)
+    kept = [line for line in lines if not harmless.match(line)]
+    if kept:
+        sys.stderr.write("".join(kept))
+    return len(lines) - len(kept)
