@@ -9,6 +9,9 @@ Keras; ``test_lane_collects_without_tensorflow`` (not marked) proves it on every
 
 ``KERAS_RELATIONAL_ACCELERATOR_ON_CPU=1`` runs the lane on the CPU (the "GPU" is then the CPU
 too): a check of the lane's own code where no GPU is at hand.
+
+``benchmarks/gpu_session.py`` runs the lane's three tests as three parts (``lane_layers``,
+``lane_16bit``, ``lane_models``: ``-k`` on the test's name), each in one process and time box.
 """
 
 import contextlib
