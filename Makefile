@@ -1,19 +1,36 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   train a small relational model/agent on the embedded default and export it
 #   make test   lint, build the docs strictly and run the whole test suite
-# Both create .venv (Python 3.11) with the pinned stack when it is missing or out of date.
+# Both create .venv (Python 3.11) when it is missing or out of date: `make demo` with what the
+# demo needs (the tensorflow and envs extras), `make test` with the whole pinned stack.
 
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demo's set-up: the same .venv with only what the demo runs on (below), unless the whole
+# stack is already there.
+DEMO_STAMP := $(VENV)/.installed-demo
 DEMO_DIR ?= /tmp/keras_relational_demo
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint notebooks benchmarks clean
+.PHONY: venv demo-venv demo test lint notebooks benchmarks clean
 
 venv: $(STAMP)
+
+# What the demo needs and nothing more: the layers, the environments and TensorFlow (Keras'
+# default backend, which the compiled trainer runs under, and the SavedModel export); no
+# TF-Agents, torch, Ray, pysc2 or pygame (docs/install.md gives the sizes). `make test` later
+# installs the rest into the same .venv.
+demo-venv: $(DEMO_STAMP)
+
+$(DEMO_STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -f $(STAMP) -a $(STAMP) -nt setup.cfg || ( \
+		$(BIN)/python -m pip install --upgrade "pip>=24" && \
+		$(BIN)/python -m pip install -e ".[tensorflow,envs]" )
+	touch $(DEMO_STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,7 +59,7 @@ $(STAMP): setup.cfg pyproject.toml
 # measured figure, benchmarks/results/demo.md) reads too.
 DEMO_FLAGS ?= $(shell cat benchmarks/demo_flags.txt)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m keras_relational.experiments.train_boxworld --root_dir=$(DEMO_DIR) \
 		$(DEMO_FLAGS)
 
