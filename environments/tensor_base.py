@@ -330,3 +330,20 @@ class TensorLevelEnvironment(_Specs):
     def observe(self, state):
         """The observation `[N, ...]` of a state (what `reset` / `step` return)."""
         return self._observe(state)
+
+    def move(self, state, actions):
+        """The rules alone: `(state, reward, terminal, gem)` after every slot of `state` moves.
+
+        `state` needs only the variant's entries (`"grid"`, `"pos"`...); the result holds them
+        moved, `reward` float32 `[N]`, `terminal` and `gem` bool `[N]`. `step` is this plus the
+        episode's bookkeeping (step counts, truncation, restarts); the single-environment
+        functional forms (`jax_boxworld`) add their own.
+        """
+        actions = check_actions(actions, tuple(actions.shape)[0] if hasattr(actions, "shape")
+                                else len(actions))
+        return self._move(state, actions, ops.ones(tuple(actions.shape), "bool"))
+
+
+def keras_backend():
+    """The Keras backend the tensor environments compute with (`keras.backend.backend()`)."""
+    return keras.backend.backend()

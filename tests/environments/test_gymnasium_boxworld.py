@@ -164,3 +164,20 @@ def test_importing_the_environments_does_not_import_gymnasium():
                             timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "False"
+
+
+def python_blocks(path):
+    """The ```python blocks of a Markdown page."""
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, path)) as f:
+        return re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+
+
+def test_the_docs_gymnasium_examples_run():
+    blocks = [b for b in python_blocks("docs/environments.md") if "gymnasium" in b]
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, "docs/environments.md", "exec"), {})
