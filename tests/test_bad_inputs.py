@@ -243,11 +243,14 @@ def test_tpr_memory_refuses_other_widths_and_masks():
             "`mask` to be boolean", "received dtype float32")
 
 
-def test_conv_stack_memory_refuses_masks_of_another_batch_size():
+def test_conv_stack_memory_refuses_masks_of_another_batch_size_or_dtype():
     layer = keras_relational.ConvStackMemory(4, stack_depth=3)
     _raises(ValueError, lambda: layer(np.zeros((2, 3, 5), "float32"),
                                       mask=np.ones((3, 3), bool)),
             "ConvStackMemory", "`mask`", "(2, 3)", "received shape (3, 3)")
+    _raises(ValueError, lambda: layer(np.zeros((2, 3, 5), "float32"),
+                                      mask=np.ones((2, 3), "float32")),
+            "ConvStackMemory", "`mask` to be boolean", "received dtype float32")
 
 
 # Environments and data generators ----------------------------------------------------------

@@ -35,7 +35,8 @@ class ConvStackMemory(keras.layers.RNN):
     Call arguments:
         sequences: ``[B, T, M]`` inputs (e.g. token embeddings).
         initial_state: optional ``[h [B, N], C [B, D*N]]``.
-        mask: optional ``[B, T]`` boolean mask (masked steps carry the state over).
+        mask: optional ``[B, T]`` boolean mask (masked steps carry the state over); integer
+            masks (1/0) are accepted, float masks refused with a ValueError.
 
     Returns:
         ``[B, T, N']`` if ``return_sequences`` else ``[B, N']`` (``N' = N`` plus ``3N`` /

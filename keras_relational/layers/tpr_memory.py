@@ -57,7 +57,8 @@ class TPRMemory(keras.layers.Layer):
     Call arguments:
         inputs: list ``[sentences, question]`` of shapes ``[B, S, D]`` and ``[B, D]``.
         mask: optional boolean ``[B, S]``, True for real sentences (a list whose first element
-            is that mask is accepted too). Stories need not be left-aligned.
+            is that mask is accepted too). Stories need not be left-aligned. Integer masks (1/0)
+            are accepted, float masks refused with a ValueError.
         return_internals: if True, also return a dict with the MLP outputs ``e1 ... r3``
             (``[B, S, E]`` / ``[B, S, R]``), ``n, l1 ...``, the final memory ``F`` and the reads
             ``i1, i2, i3``.
