@@ -2,19 +2,27 @@
 
     nice -n 19 python benchmarks/fault_soak.py --kills=4 --seed=0
 
-For each binary (tiny settings): one uninterrupted run (how many file-system events and seconds
-a run takes), then ``--kills`` runs of the same command on one ``root_dir``, each sent SIGKILL at
-a seeded-random moment, with the newest saved state corrupted between some of them, then a run
-to completion (``keras_relational.random_kills.soak``). Writes ``benchmarks/results/
-fault_soak.json`` and ``.md``: per binary the kills, what they interrupted (told by the
-temporaries they left), the resumes, the work lost (saved progress the kill had seen minus the
-progress the resume continued from, in the units of the checkpoint interval) and every failed
-check.
+For each binary (tiny settings): a second start on a root directory in use (the second process
+must refuse at once, naming the first one's process id: ``keras_relational.run_lock``), one
+uninterrupted run (how many file-system events and seconds a run takes; skipped where
+``CALIBRATION`` has them), then ``--kills`` runs of the same command on one ``root_dir``, each
+sent SIGKILL at a seeded-random moment, with the newest saved state (checkpoint or backup)
+damaged between some of them (``--corrupt_rate``), then a run to completion
+(``keras_relational.random_kills.soak``). Every killed run leaves its lock file behind: each
+resume takes it over. Writes ``benchmarks/results/fault_soak.json`` and ``.md``: per binary the
+kills, what they interrupted (told by the temporaries they left), the resumes, whether each
+resumed from the newest state that was still valid (so it lost no more than the work since the
+last good checkpoint), the work lost (saved progress the kill had seen minus the progress the
+resume continued from, in the units of the checkpoint interval), the second start, and every
+failed check.
 """
 
 import argparse
 import os
+import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,40 +103,100 @@ CALIBRATION = {
 }
 
 
-def soak_binary(name, workdir, kills, seed, calibrate=False, log=print):
-    """Soaks one binary (after an uninterrupted reference run, when ``calibrate`` or when it
-    has no ``CALIBRATION``); returns its report."""
+def second_start(name, root, timeout=300):
+    """Starts the binary on ``root``, and once it holds the root's lock, pauses it (SIGSTOP: a
+    tiny run would otherwise finish while the second one imports) and starts it again: the
+    second must exit non-zero, naming the first one's process id; the first is then killed
+    (SIGKILL). Returns ``(report, failures)``."""
+    lock = os.path.join(root, ".run.lock")  # keras_relational.run_lock.FILENAME
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    first = subprocess.Popen(command(name, root), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    failures, report = [], dict(first_pid=first.pid)
+    try:
+        deadline = time.time() + timeout
+        while not os.path.exists(lock) and first.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        if not os.path.exists(lock):
+            failures.append(f"second start: the first run took no lock on {root} "
+                            f"(exit {first.poll()})")
+            return report, failures
+        os.killpg(first.pid, signal.SIGSTOP)  # still holding the lock
+        start = time.time()
+        try:
+            second = subprocess.run(command(name, root), capture_output=True, text=True,
+                                    env=env, timeout=timeout)
+        except subprocess.TimeoutExpired as error:
+            failures.append(f"second start: still running after {timeout} s (not refused)")
+            report.update(returncode=None, seconds=timeout, names_pid=False,
+                          message=str(error.stdout)[-300:])
+            return report, failures
+        output = second.stdout + second.stderr
+        report.update(returncode=second.returncode, seconds=round(time.time() - start, 1),
+                      names_pid=bool(re.search(rf"process {first.pid}\b", output)))
+        message = [line for line in output.splitlines() if "in use by another run" in line]
+        report["message"] = message[-1][-300:] if message else output[-300:]
+        if second.returncode == 0 or not report["names_pid"]:
+            failures.append(f"second start: not refused naming process {first.pid} (exit "
+                            f"{second.returncode}): {output[-1000:]}")
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    return report, failures
+
+
+def soak_binary(name, workdir, kills, seed, calibrate=False, corrupt_rate=0.5, log=print):
+    """Soaks one binary (a second start, an uninterrupted reference run when ``calibrate`` or
+    when it has no ``CALIBRATION``, then random kills); returns its report."""
     _, _, (interval, units), outputs = BINARIES[name]
+    second, second_failures = second_start(name, os.path.join(workdir, "second"))
+    log(f"{name}: second start {second}")
     calibration = None if calibrate else CALIBRATION.get(name)
     if calibration is None:
         reference = os.path.join(workdir, "reference")
         piece = random_kills.run_piece(command(name, reference), reference)
         if piece.returncode != 0:
-            return dict(failures=[f"the uninterrupted run failed: {piece.output[-2000:]}"])
+            return dict(second_start=second, failures=second_failures + [
+                f"the uninterrupted run failed: {piece.output[-2000:]}"])
         calibration = (piece.events, round(piece.active_seconds, 1))
         log(f"{name}: uninterrupted run {piece.seconds:.1f} s, {piece.events} events")
     root = os.path.join(workdir, "killed")
     report = random_kills.soak(command(name, root), root, kills, seed,
-                               calibration=calibration, log=log)
+                               calibration=calibration, corrupt_rate=corrupt_rate, log=log)
+    report["failures"] = second_failures + report["failures"]
+    report["second_start"] = second
     missing = [p for p in outputs if not os.path.exists(os.path.join(root, p))]
     if missing and report.get("final_returncode") == 0:
         report["failures"].append(f"the finished run lacks {missing}")
     lost = [v for k in report["kills"] for v in k.get("lost", {}).values()]
+    resumes = [k for k in report["kills"] if k.get("resumed")]
     report.update(interval=interval, units=units, calibration=calibration,
-                  max_lost=max(lost, default=0),
-                  resumes=sum(1 for k in report["kills"] if k.get("resumed")))
+                  max_lost=max(lost, default=0), resumes=len(resumes),
+                  # random_kills checks each resume against the newest state the kill (and any
+                  # damage) left valid: a resume from it loses only the work after that state.
+                  resumed_from_last_good=sum(
+                      1 for k in resumes if all(k["resumed"][s] == k["expected"].get(s)
+                                                for s in k["resumed"])))
     return report
 
 
 def _table(reports):
-    rows = ["| binary | kills | in a checkpoint write | in an export | resumes | corrupted "
-            "| max work lost | interval | failures |", "|" + "---|" * 9]
+    rows = ["| binary | second start refused (names pid) | kills | in a checkpoint write | in an "
+            "export | corrupted | resumes | from the last good state | max work lost | interval "
+            "| failures |", "|" + "---|" * 11]
     for name, r in reports.items():
         kills = r.get("kills", [])
         count = lambda what, kills=kills: sum(1 for k in kills if k["hit"] == what)  # noqa: E731
+        second = r.get("second_start") or {}
+        refused = ("-" if "returncode" not in second else
+                   f"{'yes' if second['returncode'] != 0 else 'NO'} "
+                   f"({'yes' if second.get('names_pid') else 'no'}), "
+                   f"{second.get('seconds', 0):.0f} s")
         rows.append(
-            f"| {name} | {len(kills)} | {count('checkpoint write')} | {count('export')} | "
-            f"{r.get('resumes', 0)} | {sum(1 for k in kills if k['corrupted'])} | "
+            f"| {name} | {refused} | {len(kills)} | {count('checkpoint write')} | "
+            f"{count('export')} | {sum(1 for k in kills if k['corrupted'])} | "
+            f"{r.get('resumes', 0)} | {r.get('resumed_from_last_good', 0)} | "
             f"{r.get('max_lost', '-')} | {r.get('interval', '-')} {r.get('units', '')} | "
             f"{len(r['failures'])} |")
     return "\n".join(rows)
@@ -136,16 +204,23 @@ def _table(reports):
 
 def _write(args, reports, seconds):
     load = os.getloadavg()
-    body = (f"Random kills (SIGKILL at a seeded-random moment: after a random number of "
+    body = (f"A second start of each binary on the root directory of a running one (it must "
+            f"refuse, naming the first one's process id), then random kills (SIGKILL at a "
+            f"seeded-random moment: after a random number of "
             f"file-system events under the run directory, or at a random time of the run), "
             f"{args.kills} per binary, seed {args.seed}, tiny settings; the newest saved state "
-            f"corrupted after about a third of the kills. Work lost: the newest saved progress "
+            f"(checkpoint or backup: truncated or overwritten with random bytes) damaged after a "
+            f"kill with probability {args.corrupt_rate} where an older valid one exists. 'From "
+            f"the last good state': resumes that continued from the newest state still valid "
+            f"after the kill and the damage (so no more than the work since the last good "
+            f"checkpoint was lost). Work lost: the newest saved progress "
             f"the killed run had written minus the progress its resume continued from (the "
             f"unfinished interval in flight at the kill is lost as well). "
             f"{seconds:.0f} s on a shared 2-core machine (load average {load[0]:.1f} at the "
             f"end).\n\n{_table(reports)}\n")
     print(body)
     results_io.write_json(args.output + ".json", dict(kills=args.kills, seed=args.seed,
+                                                      corrupt_rate=args.corrupt_rate,
                                                       binaries=reports))
     results_io.write_markdown(args.output + ".md", body)
 
@@ -156,6 +231,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--binaries", default=",".join(BINARIES),
                         help="comma-separated names of BINARIES (default: all)")
+    parser.add_argument("--corrupt_rate", type=float, default=0.5,
+                        help="probability of damaging the newest saved state after a kill")
     parser.add_argument("--calibrate", action="store_true",
                         help="measure every binary's uninterrupted run first")
     parser.add_argument("--output", default=os.path.join(results_io.RESULTS, "fault_soak"))
@@ -165,7 +242,7 @@ def main():
         workdir = tempfile.mkdtemp(prefix="fault_soak_")
         try:
             reports[name] = soak_binary(name, workdir, args.kills, args.seed + offset,
-                                        args.calibrate)
+                                        args.calibrate, args.corrupt_rate)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         for failure in reports[name]["failures"]:
