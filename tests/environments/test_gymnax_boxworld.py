@@ -137,15 +137,17 @@ def test_pure_and_deterministic():
 
 
 @jax_only
-@pytest.mark.parametrize("make", ["GymnaxBoxWorld", "GymnaxBridgeBoxWorld"])
-def test_gymnax_wrappers_and_a_purejaxrl_rollout(make):
+def test_gymnax_wrappers_and_a_purejaxrl_rollout():
+    # Box-World only: GymnaxBridgeBoxWorld shares the class and its functional form is compared
+    # above; each variant's compile of the on-device level sampler costs tens of seconds.
     pytest.importorskip("gymnax")
     from gymnax.wrappers.purerl import FlattenObservationWrapper, LogWrapper
 
     from keras_relational.environments import gymnax_boxworld
 
-    kwargs = SMALL if make == "GymnaxBoxWorld" else dict(max_steps=8)
-    base = getattr(gymnax_boxworld, make)(**kwargs)
+    base = gymnax_boxworld.GymnaxBoxWorld(**SMALL)
+    assert gymnax_boxworld.GymnaxBridgeBoxWorld(max_steps=8).observation_space().shape == (
+        7, 10, 3)
     env = LogWrapper(FlattenObservationWrapper(base))
     params = base.default_params
     num_envs, num_steps = 8, 30
