@@ -13,11 +13,12 @@ weight, is left out); the achieved FLOP/s is that over the XLA step time, and it
 device's matmul rate measured in the same run (a square matmul, per dtype, at JAX's default
 precision), per row. On a GPU the batch fills the device (``GPU_BATCH``: 1,024 examples a layer
 step, 256 a model step, unless ``--batch``); every row reports its batch and its compile seconds.
-With ``--time_budget`` every row gets an equal share of what is left when it starts: its timed
-steps stop at the end of its share (after one at least), and rows that start past the budget are
-listed as skipped. A row that fails (out of device memory, say) is listed with its error. Writes
-``benchmarks/results/accelerator_<device>.{json,md}``, naming the device and the machine's load.
-``--quick``: fewer repeats, the main models, op by op for the layers only, a 240 s budget.
+With ``--time_budget`` every row gets an equal share of what is left when it starts: its timed steps
+stop at the end of its share (after one at least); a row starts only if the longest row so far would
+still end within the budget, the others are listed as skipped. A row that fails (out of device
+memory, say) is listed with its error. Writes ``benchmarks/results/accelerator_<device>.{json,md}``,
+naming the device and the machine's load. ``--quick``: fewer repeats, the main models, op by op for
+the layers only, a 240 s budget.
 """
 
 import argparse
@@ -173,7 +174,10 @@ def run(entries, args, deadline, matmul, op_by_op):
     for i, ((name, kind, build, make_inputs, batch), policy, jit) in enumerate(configurations):
         row = {"name": name, "kind": kind, "policy": policy, "xla": jit, "batch": batch}
         now = time.perf_counter()
-        if now > deadline:
+        # A row's compilation cannot be stopped: one starts only if the longest row so far
+        # (its compile seconds and timed steps) would still end within the budget.
+        longest = max((r["row_s"] for r in rows if "row_s" in r), default=0.0)
+        if now + longest > deadline:
             rows.append(dict(row, skipped="time budget"))
             continue
         row_deadline = now + (deadline - now) / (len(configurations) - i)
@@ -194,6 +198,7 @@ def run(entries, args, deadline, matmul, op_by_op):
                 row["matmul_fraction"] = row["flops"] / row["step_s"] / rate
         except Exception as error:  # out of device memory, say: the other rows still run
             row = dict(row, failed=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
+        row["row_s"] = time.perf_counter() - now
         print(row, flush=True)
         rows.append(row)
     return rows
