@@ -45,6 +45,7 @@ from absl import app, flags, logging
 from keras_relational import environments, run_settings, validation
 from keras_relational.agents import config as config_lib
 from keras_relational.agents import presets as presets_lib
+from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.experiments import console
 
 FLAGS = flags.FLAGS
@@ -115,6 +116,14 @@ console.require_ranges({**config_lib.RANGES, "room_size": (4, None),
                         "distractor_length": (1, None), "num_blocks": (1, None),
                         "key_dim": (1, None), "head_width": (1, None)},
                        exclusive_low=config_lib.EXCLUSIVE_LOW)
+# The compiled loop's own settings (CompiledConfig's fields beyond TrainConfig's).
+_COMPILED_FIELDS = [f for f in dataclasses.fields(CompiledConfig)
+                    if f.name not in {g.name for g in dataclasses.fields(config_lib.TrainConfig)}]
+for _field in _COMPILED_FIELDS:
+    _define(_field.name, _field.type, _field.default, "(--trainer=compiled) "
+            + _field.metadata["help"])
+console.require_only_for("trainer", "compiled", [f.name for f in _COMPILED_FIELDS])
+console.require_ranges({f.name: (1, None) for f in _COMPILED_FIELDS})
 console.require_only_for("env", "original", ["goal_length", "num_distractors",
                                              "distractor_length", "room_size", "test_presets"])
 
@@ -205,6 +214,11 @@ def main(argv):
         # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
         from keras_relational.agents.compiled import train_eval as compiled_train_eval
 
+        compiled = {f.name: FLAGS[f.name].value for f in _COMPILED_FIELDS}
+        try:  # e.g. --learner_minibatches that does not divide --num_envs: named, no traceback
+            config = CompiledConfig.from_train_config(config, **compiled)
+        except ValueError as error:
+            raise app.UsageError(str(error)) from None
         compiled_train_eval.train_eval(
             FLAGS.root_dir, config,
             allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)
