@@ -358,7 +358,7 @@ def test_a_queued_reproduction_resumes_from_its_results_and_fits_its_box(tmp_pat
                                                  str(tmp_path))
     assert cap == pytest.approx(available)  # one run, the whole box; no other starts
     assert f"--resume_from={tmp_path / 'results.json'}" in command
-    assert command[-2:] == ["--session_minutes=0.08", f"--output={tmp_path / 'results'}"]
+    assert command[-2:] == ["--session_minutes=0.50", f"--output={tmp_path / 'results'}"]
     assert gpu_session._count_runs(str(tmp_path / "results.json")) == 2
 
 
@@ -514,9 +514,9 @@ def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
     assert command == ["-m", "benchmarks.reproduce_predinet", "--mode=table1",
                        "--centrals=relation_net", "--root_dir=/r",
                        f"--resume_from={tmp_path / 'predinet_table1.json'}",
-                       f"--max_minutes_per_cell={cap:.2f}", "--session_minutes=0.08",
+                       f"--max_minutes_per_cell={cap:.2f}", "--session_minutes=0.50",
                        "--output=benchmarks/results/predinet_table1"]
-    # (The one cell starts within its first 5 s.) Two cells: each gets half of what the
+    # (The one cell starts within its first 30 s.) Two cells: each gets half of what the
     # overheads leave, and the second starts only while a whole one still fits.
     command, cap = gpu_session.predinet_command([], 475, 2, 75, "/r", str(tmp_path))
     assert cap == pytest.approx((475 - gpu_session.GRACE - 150) / 2 / 60)
