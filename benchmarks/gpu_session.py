@@ -102,8 +102,15 @@ PLANS = {"measure": ("lane_layers", "lane_16bit", "lane_models", "accelerator", 
 # The lane's groups: the test function each part runs (tests/test_accelerator.py), and the
 # seconds before the end of its box after which no test starts (the longest test seen, 21.8 s of
 # SimplicialAttention[virtual]'s 16-bit case, must end in the box; the report follows).
+# The float32 group also runs the fused 2-simplicial kernel compiled by Triton against its dense
+# reference: SequenceSimplicialAttention uses it by default under JAX on a GPU.
+LANE_FILES = {"lane_layers": ("tests/test_accelerator.py",
+                              "tests/layers/test_pallas_simplicial.py"),
+              "lane_16bit": ("tests/test_accelerator.py",),
+              "lane_models": ("tests/test_accelerator.py",)}
 LANE_MARGIN = {"lane_layers": 10, "lane_16bit": 25, "lane_models": 20}
-LANE_TESTS = {"lane_layers": "test_layer_forward_and_backward_on_gpu_match_cpu",
+LANE_TESTS = {"lane_layers": "test_layer_forward_and_backward_on_gpu_match_cpu or "
+                             "test_compiled_kernel_on_a_gpu_matches_the_dense_reference",
               "lane_16bit": "test_layer_16bit_paths_on_gpu_are_finite",
               "lane_models": "test_paper_model_jit_fit_step_on_gpu"}
 MAX_BUDGET = 590  # a device command runs at most 600 s
@@ -910,9 +917,9 @@ class Session:
         small case of it, on the CPU."""
         smoke = self.args.smoke
         junit = os.path.join(self.work, f"{part}.xml")
-        selection = LANE_TESTS[part] + (f" and {smoke_selection}" if smoke else "")
+        selection = f"({LANE_TESTS[part]})" + (f" and {smoke_selection}" if smoke else "")
         lane = ["-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-m",
-                "accelerator", "tests/test_accelerator.py", "-k", selection]
+                "accelerator", *LANE_FILES[part], "-k", selection]
         command = [self.python, "-P", *lane, "-p", "gpu_session", f"--junitxml={junit}", "-rfE"]
         margin = 5 if smoke else LANE_MARGIN[part]
         extra = {"GPU_SESSION_DEADLINE": str(time.time() + box - margin)}
@@ -1255,9 +1262,10 @@ def profile_command(box, smoke, output):
 
 
 def simplicial_kernel_command(box, smoke, output):
-    """The simplicial_kernel part's ``benchmarks/simplicial_kernel_speed.py`` arguments: N up to
-    16,384 within the box (less 15 s: the process's start and the writing)."""
-    sizes = "64,128" if smoke else "1024,2048,4096,8192,16384"
+    """The simplicial_kernel part's ``benchmarks/simplicial_kernel_speed.py`` arguments: Roy et
+    al.'s N = 4k-64k within the box (less 15 s: the process's start and the writing), N = 16,384
+    (the kernel's goal) first, so that a short box still measures it."""
+    sizes = "64,128" if smoke else "16384,4096,65536,8192,32768"
     return ["simplicial_kernel_speed.py", f"--sizes={sizes}",
             f"--time_budget={max(box - 15, 3):.0f}", f"--output={output}",
             *(["--smoke"] if smoke else [])]

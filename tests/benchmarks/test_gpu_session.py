@@ -144,10 +144,16 @@ def test_the_queue_continues_its_first_unfinished_job(tmp_path, capsys):
 
 
 def test_the_repository_queue_and_cost_table_load():
+    from keras_relational.agents import presets
+
     jobs = gpu_session.load_queue(gpu_session.QUEUE)
-    assert jobs[0]["name"] == "zambaldi_fig3_relational" and jobs[0]["kind"] == "boxworld"
+    # The fast presets first (issue 46: fewest frames), then the papers' own settings.
+    assert jobs[0]["name"] == "zambaldi_fig3_relational_fast" and jobs[0]["kind"] == "boxworld"
+    faithful = {job["name"]: job for job in jobs}["zambaldi_fig3_relational"]
     # the preset's 400,000 updates of 32 environments x 40 steps
-    assert jobs[0]["frame_target"] == 400_000 * 32 * 40
+    assert faithful["frame_target"] == 400_000 * 32 * 40
+    for job in jobs:  # gpu_session.py runs without Keras: the presets are checked here
+        assert job["kind"] != "boxworld" or job["preset"] in presets.PRESETS, job
     costs = gpu_session.load_costs(gpu_session.COSTS)
     assert costs["device"] == "NVIDIA H200"
     assert set(costs["parts"]) == set(gpu_session.WORK) - {"queue"}
@@ -319,7 +325,7 @@ def test_the_scripts_of_other_parts_are_called_with_their_flags(tmp_path):
         "--updates=5", "--output=benchmarks/results/profile_update_gpu"]
     assert gpu_session.profile_command(60, True, "o")[-1] == "--smoke"
     assert gpu_session.simplicial_kernel_command(60, False, "o") == [
-        "simplicial_kernel_speed.py", "--sizes=1024,2048,4096,8192,16384", "--time_budget=45",
+        "simplicial_kernel_speed.py", "--sizes=16384,4096,65536,8192,32768", "--time_budget=45",
         "--output=o"]
     assert gpu_session.simplicial_kernel_command(20, True, "o")[-1] == "--smoke"
     # A missing script: a clear failure of its part, and the session goes on.
@@ -528,3 +534,24 @@ def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
     assert command[2:4] == ["--mode=curricula", "--combinations=A"]
     assert not any(flag.startswith("--resume_from") for flag in command)
     assert command[-1] == "--output=benchmarks/results/predinet_curricula"
+
+
+@pytest.mark.parametrize("smoke", [False, True])
+def test_the_float32_lane_also_checks_the_compiled_simplicial_kernel(tmp_path, smoke):
+    """lane_layers runs the Triton-compiled 2-simplicial kernel's GPU test beside the layers'
+    (the layer uses the kernel by default under JAX on a GPU); the smoke selection narrows the
+    whole selection, not only its last alternative."""
+    session = gpu_session.Session.__new__(gpu_session.Session)
+    session.args = gpu_session.parse_args(["--plan_only", "--parts=lane_layers"]
+                                          + (["--smoke"] if smoke else []))
+    session.work, session.python = str(tmp_path), "python"
+    commands = []
+    session._run = lambda entry, part, command, box, **kwargs: commands.append(command)
+    session._lane({}, 60, "lane_layers", "EntityMaxPool")
+    (command,) = commands
+    assert "tests/test_accelerator.py" in command
+    assert "tests/layers/test_pallas_simplicial.py" in command
+    selection = command[command.index("-k") + 1]
+    assert selection.startswith("(test_layer_forward_and_backward_on_gpu_match_cpu or "
+                                "test_compiled_kernel_on_a_gpu_matches_the_dense_reference)")
+    assert selection.endswith(" and EntityMaxPool") == smoke
