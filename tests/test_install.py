@@ -207,6 +207,32 @@ bridge = environments.BridgeBoxWorld(seed=0)
 assert bridge.reset().observation.shape == (7, 10, 3)
 print("envs-only ok", len(frames))
 """
+# [gymnasium]: the Gymnasium door needs neither Keras nor TensorFlow nor JAX; importing the
+# environments package does not import Gymnasium, the door's module registers the ids.
+_GYMNASIUM = _BLOCK_HEAVY + """
+import sys
+import keras_relational.environments
+assert "gymnasium" not in sys.modules
+import gymnasium as gym
+from gymnasium.utils.env_checker import check_env
+import keras_relational.environments.gymnasium_boxworld as gym_boxworld
+gym.register_envs(gym_boxworld)
+env = gym.make("keras_relational/BoxWorld-v0", goal_length=1, num_distractors=0, room_size=6)
+check_env(env.unwrapped, skip_render_check=True)
+envs = gym.make_vec("keras_relational/BridgeBoxWorld-v0", num_envs=2)
+observations, infos = envs.reset(seed=0)
+print("gymnasium ok", observations.shape)
+"""
+# [gymnax] under KERAS_BACKEND=jax: the functional Box-World as a gymnax Environment.
+_GYMNAX = """
+import jax
+from keras_relational.environments.gymnax_boxworld import GymnaxBoxWorld
+env = GymnaxBoxWorld(goal_length=1, num_distractors=0, room_size=6)
+params = env.default_params
+obs, state = env.reset(jax.random.key(0), params)
+step = env.step(jax.random.key(1), state, 0, params)
+print("gymnax ok", obs.shape, len(step))
+"""
 _LAYERS = """
 import keras, numpy as np, keras_relational
 entities = keras_relational.SpatialEntities()(np.zeros((1, 4, 4, 3), "float32"))
@@ -224,13 +250,21 @@ def _metadata(wheel):
 def _check_documented_install_paths(wheel, python, outside):
     """Each install line of the README (an extra, a backend) as far as it runs offline."""
     metadata = _metadata(wheel)
-    for extra in ("tensorflow", "jax", "envs", "rl", "distributed", "plots"):
+    for extra in ("tensorflow", "jax", "envs", "rl", "distributed", "plots", "gymnasium",
+                  "gymnax"):
         assert f"Provides-Extra: {extra}" in metadata, extra
     assert 'Requires-Dist: matplotlib; extra == "plots"' in metadata
     # [envs]: NumPy, dm_env and Pillow only; Keras, TensorFlow, JAX and torch cannot be imported.
     envs_only = _run([str(python), "-c", _ENVS_ONLY, str(outside)], cwd=outside)
     assert envs_only.returncode == 0, envs_only.stderr[-3000:]
     assert "envs-only ok" in envs_only.stdout and (outside / "episode.gif").exists()
+    # [gymnasium] and [gymnax]: the two doors to the Box-Worlds.
+    gymnasium = _run([str(python), "-c", _GYMNASIUM], cwd=outside)
+    assert gymnasium.returncode == 0, gymnasium.stderr[-3000:]
+    assert "gymnasium ok (2, 7, 10, 3)" in gymnasium.stdout, gymnasium.stdout
+    gymnax = _run([str(python), "-c", _GYMNAX], cwd=outside, env_update={"KERAS_BACKEND": "jax"})
+    assert gymnax.returncode == 0, gymnax.stderr[-3000:]
+    assert "gymnax ok (8, 8, 3)" in gymnax.stdout, gymnax.stdout
     # The layers on TensorFlow (Keras' default backend) and on JAX (KERAS_BACKEND=jax).
     for backend in ("tensorflow", "jax"):
         layers = _run([str(python), "-c", _LAYERS], cwd=outside,
