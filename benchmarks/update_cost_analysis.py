@@ -102,36 +102,22 @@ def build(preset, num_envs, dtype_policy=None, level_source="numpy", **overrides
     environments (None: the preset's), as ``train_eval`` builds them (the model's weights from
     the config's seed); ``overrides``: config fields (``CompiledConfig``'s too), and ``level`` /
     ``model`` as in ``presets.train_config``."""
-    import dataclasses
-
     import keras
 
     from keras_relational.agents import presets
-    from keras_relational.agents.compiled import loop
     from keras_relational.agents.compiled.config import CompiledConfig
-    from keras_relational.agents.compiled.learning import make_optimizer
-    from keras_relational.agents.compiled.train_eval import tensor_environment
-    from keras_relational.agents.config import TrainConfig
-    from keras_relational.agents.networks import agent_model_fn
+    from keras_relational.agents.compiled.train_eval import build_loop
 
     if dtype_policy is not None:
         overrides["dtype_policy"] = dtype_policy
     if num_envs is not None:
         overrides["num_envs"] = num_envs
-    only_compiled = ({f.name for f in dataclasses.fields(CompiledConfig)}
-                     - {f.name for f in dataclasses.fields(TrainConfig)})
-    compiled_fields = {k: overrides.pop(k) for k in list(overrides) if k in only_compiled}
+    own = {f.name for f in CompiledConfig.own_fields()}
+    compiled_fields = {k: overrides.pop(k) for k in list(overrides) if k in own}
     config = CompiledConfig.from_train_config(presets.train_config(
         preset, trainer="compiled", level_source=level_source, **overrides), **compiled_fields)
     keras.utils.set_random_seed(config.seed)
-    environment = tensor_environment(config.environment, config.level_source)
-    spec = environment.observation_spec()
-    model = agent_model_fn(config.agent, spec.shape, environment.action_spec().num_values,
-                           observation_dtype=spec.dtype, dtype_policy=config.dtype_policy,
-                           **config.model_kwargs)()
-    optimizer = make_optimizer(config.optimizer_name(), config.learning_rate,
-                               config.dtype_policy)
-    return config, environment, model, loop.CompiledLoop(environment, model, optimizer, config)
+    return (config, *build_loop(config))
 
 
 def abstract_bank(environment, num_levels):

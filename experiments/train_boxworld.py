@@ -117,8 +117,7 @@ console.require_ranges({**config_lib.RANGES, "room_size": (4, None),
                         "key_dim": (1, None), "head_width": (1, None)},
                        exclusive_low=config_lib.EXCLUSIVE_LOW)
 # The compiled loop's own settings (CompiledConfig's fields beyond TrainConfig's).
-_COMPILED_FIELDS = [f for f in dataclasses.fields(CompiledConfig)
-                    if f.name not in {g.name for g in dataclasses.fields(config_lib.TrainConfig)}]
+_COMPILED_FIELDS = CompiledConfig.own_fields()
 for _field in _COMPILED_FIELDS:
     _define(_field.name, _field.type, _field.default, "(--trainer=compiled) "
             + _field.metadata["help"])

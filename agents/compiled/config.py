@@ -72,6 +72,12 @@ class CompiledConfig(TrainConfig):
                 f"num_devices={self.num_devices}.")
 
     @classmethod
+    def own_fields(cls):
+        """The fields only the compiled loop has (those beyond :class:`TrainConfig`'s)."""
+        shared = {f.name for f in dataclasses.fields(TrainConfig)}
+        return [f for f in dataclasses.fields(cls) if f.name not in shared]
+
+    @classmethod
     def from_train_config(cls, config, **overrides):
         """The :class:`CompiledConfig` with every field of a :class:`TrainConfig` ``config``."""
         values = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)}

@@ -44,6 +44,22 @@ def tensor_environment(environment, level_source="numpy"):
     return tensor_class(config=environment, level_source=level_source)
 
 
+def build_loop(config):
+    """``(environment, model, loop.CompiledLoop)`` of a :class:`CompiledConfig`: the tensor
+    environment, the config's network and optimizer, and the compiled update over them (under the
+    current Keras random seed)."""
+    from keras_relational.agents.networks import agent_model_fn
+
+    environment = tensor_environment(config.environment, config.level_source)
+    spec = environment.observation_spec()
+    model = agent_model_fn(config.agent, spec.shape, environment.action_spec().num_values,
+                           observation_dtype=spec.dtype, dtype_policy=config.dtype_policy,
+                           **config.model_kwargs)()
+    optimizer = make_optimizer(config.optimizer_name(), config.learning_rate,
+                               config.dtype_policy)
+    return environment, model, loop.CompiledLoop(environment, model, optimizer, config)
+
+
 def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                 **hyperparameters):
     """A :class:`CompiledConfig` from ``config`` (a ``TrainConfig`` or ``CompiledConfig``; None:
@@ -72,18 +88,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     config = make_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
     import keras
 
-    from keras_relational.agents.networks import agent_model_fn
-
     keras.utils.set_random_seed(config.seed)
     os.makedirs(root_dir, exist_ok=True)
-    environment = tensor_environment(config.environment, config.level_source)
-    spec = environment.observation_spec()
-    model = agent_model_fn(config.agent, spec.shape, environment.action_spec().num_values,
-                           observation_dtype=spec.dtype, dtype_policy=config.dtype_policy,
-                           **config.model_kwargs)()
-    optimizer = make_optimizer(config.optimizer_name(), config.learning_rate,
-                               config.dtype_policy)
-    compiled = loop.CompiledLoop(environment, model, optimizer, config)
+    environment, model, compiled = build_loop(config)
+    optimizer = compiled.optimizer
 
     banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
                               config.seed)
