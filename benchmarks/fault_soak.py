@@ -8,7 +8,7 @@ uninterrupted run (how many file-system events and seconds a run takes; skipped 
 ``CALIBRATION`` has them), then ``--kills`` runs of the same command on one ``root_dir``, each
 sent SIGKILL at a seeded-random moment, with the newest saved state (checkpoint or backup)
 damaged between some of them (``--corrupt_rate``), then a run to completion
-(``keras_relational.random_kills.soak``). Every killed run leaves its lock file behind: each
+(``benchmarks/random_kills.py``: ``soak``). Every killed run leaves its lock file behind: each
 resume takes it over. Writes ``benchmarks/results/fault_soak.json`` and ``.md``: per binary the
 kills, what they interrupted (told by the temporaries they left), the resumes, whether each
 resumed from the newest state that was still valid (so it lost no more than the work since the
@@ -27,10 +27,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks import results_io  # noqa: E402
-from keras_relational import random_kills  # noqa: E402
+# Its neighbours (python puts the script's folder first on sys.path).
+import random_kills
+import results_io
 
 _BOXWORLD = ["--goal_length=1", "--num_distractors=0", "--room_size=5",
              "--observation_type=one_hot", "--num_envs=4", "--unroll_length=5", "--key_dim=8",

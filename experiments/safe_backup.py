@@ -161,7 +161,7 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
                 self._warn(f"WARNING: skipping the unreadable backup {bad} ({why}); resuming "
                            f"from {matching[0]} (epoch {epoch}).")
             # As train_boxworld's "Resuming from ...: train step N" (the random-kill harness,
-            # keras_relational.random_kills, checks it against the newest valid backup).
+            # benchmarks/random_kills.py, checks it against the newest valid backup).
             self._warn(f"Resuming from {self.backup_dir}: epoch {epoch}")
             self.restored_epoch, self.restored_logs = epoch, epoch_logs
             return epoch

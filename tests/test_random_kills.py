@@ -1,8 +1,7 @@
-"""``keras_relational.random_kills``: the harness itself (fast), then one seeded random kill of each
+"""``benchmarks/random_kills.py``: the harness itself (fast), then one seeded random kill of each
 training binary, its resume and the checks (issue 29: no fault loses more than one checkpoint
 interval; ``benchmarks/fault_soak.py`` runs many kills each)."""
 
-import importlib.util
 import json
 import os
 import random
@@ -11,13 +10,14 @@ import zlib
 
 import pytest
 
-from keras_relational import random_kills, whole_files
+from keras_relational import whole_files
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_spec = importlib.util.spec_from_file_location(
-    "fault_soak", os.path.join(_REPO_ROOT, "benchmarks", "fault_soak.py"))
-fault_soak = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fault_soak)
+_BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "benchmarks")
+if _BENCHMARKS not in sys.path:  # the harness and the soak are scripts there, importing each other
+    sys.path.insert(0, _BENCHMARKS)
+import fault_soak  # noqa: E402
+import random_kills  # noqa: E402
 
 
 def _write(path, data=b"x"):

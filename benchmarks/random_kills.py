@@ -19,7 +19,8 @@ checkpoint index). Then it runs the command to completion, and checks after ever
 Saved states are read from the files themselves: TF checkpoints ``ckpt-N.index`` (and their data
 files), the compiled trainer's and ``train_sc2``'s ``ckpt-N.npz`` and ``SafeBackupAndRestore``
 directories (``training_metadata.json`` whose weights' CRC-32 matches). Pure Python (the binaries
-run in subprocesses): ``benchmarks/fault_soak.py`` and ``tests/test_random_kills.py`` use it.
+run in subprocesses): ``benchmarks/fault_soak.py`` and ``tests/test_random_kills.py`` use it. A
+test harness, not part of the installed package: it lives with the benchmark that runs it.
 """
 
 import dataclasses
