@@ -5,11 +5,12 @@ in between leaves a truncated weights file (a raw ``OSError`` on the next start)
 an epoch that do not match. Here every backup is written to temporary files first, renamed into
 place only when complete, and keeps the previous backup (``previous.weights.h5`` and
 ``training_metadata.json.bkp``: Keras loads weights only from files named ``*.weights.h5``); the
-metadata records the
-weights file's CRC-32, so a restart uses the newest pair that matches, warns naming any backup
-it skips, and raises a clear error (naming the directory and how to start afresh) when backups
-exist but none can be read. A kill during the run's first backup write leaves only its
-temporaries, no backup: the restart warns and starts from the first epoch. The metadata also
+metadata records the weights file's CRC-32, so a restart uses the newest pair that matches, warns
+naming any backup it skips (a damaged newest backup is set aside as ``*.corrupt``, so that the
+next write keeps the backup resumed from as the previous one), and raises a clear error (naming
+the directory and how to start afresh) when backups exist but none can be read. A kill during
+the run's first backup write leaves only its temporaries, no backup: the restart warns and
+starts from the first epoch. The metadata also
 keeps the backed-up epoch's logs (``restored_logs`` after a restore). Used by every supervised
 binary (relations game, bAbI, same-colour demo, palindromes, character LM).
 
@@ -157,9 +158,15 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
                 continue
             if new_learning_rate is not None:
                 model.optimizer.learning_rate.assign(new_learning_rate)
+            set_aside = (self._set_aside_newest(keep=matching[0])
+                         if path == self._previous(self._training_metadata_path) else [])
             for bad, why in skipped:
                 self._warn(f"WARNING: skipping the unreadable backup {bad} ({why}); resuming "
                            f"from {matching[0]} (epoch {epoch}).")
+            if set_aside:
+                self._warn(f"WARNING: set the damaged newest backup aside ("
+                           f"{', '.join(set_aside)}): never read again; the next backup keeps "
+                           f"epoch {epoch}'s as the previous one.")
             # As train_boxworld's "Resuming from ...: train step N" (the random-kill harness,
             # benchmarks/random_kills.py, checks it against the newest valid backup).
             self._warn(f"Resuming from {self.backup_dir}: epoch {epoch}")
@@ -182,6 +189,17 @@ class SafeBackupAndRestore(keras.callbacks.BackupAndRestore):
             f"No backup in {self.backup_dir} can be restored ({details}). Nothing was "
             f"overwritten. To start afresh, move or delete {self.backup_dir} (or train with "
             f"another root_dir).")
+
+    def _set_aside_newest(self, keep):
+        """Renames the newest backup's files (but ``keep``) to ``*.corrupt``; returns the new
+        names. Left in place, the next write would rotate them over the previous backup, the
+        one a restart resumed from, and every restart would read them again."""
+        moved = []
+        for path in (self._weights_path, self._training_metadata_path):
+            if path != keep and os.path.exists(path):
+                os.replace(path, path + ".corrupt")
+                moved.append(path + ".corrupt")
+        return moved
 
     def _save_model(self):
         os.makedirs(self.backup_dir, exist_ok=True)

@@ -228,3 +228,42 @@ def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_backup(tmp_pat
     restored.compile(optimizer="sgd", loss="mse")
     assert safe_backup.SafeBackupAndRestore(backup).restore(restored) == 1
     assert all(np.isfinite(w).all() for w in restored.get_weights())
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_resume_from_the_previous_backup_keeps_two_valid_backups(tmp_path, how):
+    """The random-kill soak of train_palindromes (seed 3): killed after its last epoch's backup,
+    the newest backup's metadata truncated; the restart resumed from the previous backup, but
+    left the damaged files under their names, so the next backup write rotated them into the
+    previous backup's place: the state it had resumed from was gone, and one more fault to the
+    newest backup left nothing to restore (BackupError). The damaged newest backup is set aside
+    (``*.corrupt``, never read again): after the next write both backups are valid."""
+    import keras
+    import numpy as np
+
+    def model():
+        net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        net.compile(optimizer="adam", loss="mse")
+        return net
+
+    def fit(net, callback):
+        return net.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=3, verbose=0,
+                       callbacks=[callback])
+
+    backup = str(tmp_path / "backup")
+    fit(model(), safe_backup.SafeBackupAndRestore(backup, delete_checkpoint=False))
+    damage_newest_backup(backup, how)  # epoch 3 damaged, epoch 2 whole
+    warnings = []
+    history = fit(model(), safe_backup.SafeBackupAndRestore(backup, delete_checkpoint=False,
+                                                            warn=warnings.append))
+    assert history.epoch == [2], warnings  # resumed after epoch 2
+    with open(os.path.join(backup, "training_metadata.json")) as f:
+        assert json.load(f)["epoch"] == 3
+    with open(os.path.join(backup, "training_metadata.json.bkp")) as f:
+        assert json.load(f)["epoch"] == 2  # the backup it resumed from
+    damage_newest_backup(backup, how, np.random.default_rng(1))  # a second fault
+    again = safe_backup.SafeBackupAndRestore(backup, warn=lambda line: None)
+    assert again.restore(model()) == 2
+    # The first damage is kept for a look, under a name no restore reads, and the warning says
+    # where.
+    assert any(".corrupt" in w for w in warnings), warnings
