@@ -18,6 +18,7 @@ failed check.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -180,10 +181,62 @@ def soak_binary(name, workdir, kills, seed, calibrate=False, corrupt_rate=0.5, l
     return report
 
 
+# The code a soak exercises: a row's commit says whether it ran with uncommitted changes there.
+SOURCES = ("agents", "environments", "experiments", "keras_relational",
+           "benchmarks/fault_soak.py", "benchmarks/random_kills.py")
+
+
+def current_commit():
+    """``<short hash>`` of the checkout, ``+ uncommitted changes`` where ``SOURCES`` differ from
+    it; ``unknown`` outside a git checkout."""
+    def git(*arguments):
+        return subprocess.run(["git", *arguments], cwd=results_io.REPO, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--", *SOURCES)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + (" + uncommitted changes" if changed else "")
+
+
+def earlier_reports(path):
+    """The per-binary reports of the results file ``path`` (``{}`` where there is none), each
+    with the settings and commit it ran with (files written before rows recorded them: the
+    file's settings, commit ``not recorded``).
+
+    Raises:
+        ValueError: naming ``--output`` when the file is not a results file of this script.
+    """
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        binaries = data["binaries"]
+        reports = {}
+        for position, (name, report) in enumerate(binaries.items()):
+            report = dict(report)
+            # The old files' seeds: the file's seed plus the binary's place in its --binaries.
+            defaults = dict(kills=data["kills"], seed=data["seed"] + position,
+                            corrupt_rate=data["corrupt_rate"], commit="not recorded",
+                            command=data.get("command", "not recorded"))
+            for key, value in defaults.items():
+                report.setdefault(key, value)
+            reports[name] = report
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"--output expects the results of this script (<output>.json, merged "
+                         f"with the binaries soaked now), received {path!r} "
+                         f"({type(error).__name__}: {error}); pass --fresh to start it "
+                         f"anew.") from None
+    return reports
+
+
 def _table(reports):
-    rows = ["| binary | second start refused (names pid) | kills | in a checkpoint write | in an "
-            "export | corrupted | resumes | from the last good state | max work lost | interval "
-            "| failures |", "|" + "---|" * 11]
+    rows = ["| binary | kills (seed, damage rate) | second start refused (names pid) | in a "
+            "checkpoint write | in an export | corrupted | resumes | from the last good state | "
+            "max work lost | interval | failures | seconds (load) | commit |",
+            "|" + "---|" * 13]
     for name, r in reports.items():
         kills = r.get("kills", [])
         count = lambda what, kills=kills: sum(1 for k in kills if k["hit"] == what)  # noqa: E731
@@ -192,42 +245,45 @@ def _table(reports):
                    f"{'yes' if second['returncode'] != 0 else 'NO'} "
                    f"({'yes' if second.get('names_pid') else 'no'}), "
                    f"{second.get('seconds', 0):.0f} s")
+        took = (f"{r['seconds']:.0f} ({r['load']:.1f})" if "seconds" in r and "load" in r
+                else "-")
         rows.append(
-            f"| {name} | {refused} | {len(kills)} | {count('checkpoint write')} | "
-            f"{count('export')} | {sum(1 for k in kills if k['corrupted'])} | "
+            f"| {name} | {len(kills)} ({r['seed']}, {r['corrupt_rate']}) | {refused} | "
+            f"{count('checkpoint write')} | {count('export')} | "
+            f"{sum(1 for k in kills if k['corrupted'])} | "
             f"{r.get('resumes', 0)} | {r.get('resumed_from_last_good', 0)} | "
             f"{r.get('max_lost', '-')} | {r.get('interval', '-')} {r.get('units', '')} | "
-            f"{len(r['failures'])} |")
+            f"{len(r['failures'])} | {took} | {r['commit']} |")
     return "\n".join(rows)
 
 
-def _write(args, reports, seconds):
-    load = os.getloadavg()
+def _write(args, reports):
     body = (f"A second start of each binary on the root directory of a running one (it must "
             f"refuse, naming the first one's process id), then random kills (SIGKILL at a "
             f"seeded-random moment: after a random number of "
             f"file-system events under the run directory, or at a random time of the run), "
-            f"{args.kills} per binary, seed {args.seed}, tiny settings; the newest saved state "
+            f"tiny settings; the newest saved state "
             f"(checkpoint or backup: truncated or overwritten with random bytes) damaged after a "
-            f"kill with probability {args.corrupt_rate} where an older valid one exists. 'From "
-            f"the last good state': resumes that continued from the newest state still valid "
-            f"after the kill and the damage (so no more than the work since the last good "
+            f"kill with the row's probability (damage rate) where an older valid one exists. "
+            f"'From the last good state': resumes that continued from the newest state still "
+            f"valid after the kill and the damage (so no more than the work since the last good "
             f"checkpoint was lost). Work lost: the newest saved progress "
             f"the killed run had written minus the progress its resume continued from (the "
-            f"unfinished interval in flight at the kill is lost as well). "
-            f"{seconds:.0f} s on a shared 2-core machine (load average {load[0]:.1f} at the "
-            f"end).\n\n{_table(reports)}\n")
+            f"unfinished interval in flight at the kill is lost as well). Each row is one soak "
+            f"of its binary (rows of other commands are kept: their command is in "
+            f"{os.path.basename(args.output)}.json), on a shared 2-core machine: seconds and the "
+            f"load average at its end; the commit it ran (`+ uncommitted changes`: the "
+            f"soaked code differed from it).\n\n{_table(reports)}\n")
     print(body)
-    results_io.write_json(args.output + ".json", dict(kills=args.kills, seed=args.seed,
-                                                      corrupt_rate=args.corrupt_rate,
-                                                      binaries=reports))
+    results_io.write_json(args.output + ".json", dict(binaries=reports))
     results_io.write_markdown(args.output + ".md", body)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=4, help="random kills per binary")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the first binary's seed; each binary adds its place in BINARIES")
     parser.add_argument("--binaries", default=",".join(BINARIES),
                         help="comma-separated names of BINARIES (default: all)")
     parser.add_argument("--corrupt_rate", type=float, default=0.5,
@@ -235,19 +291,38 @@ def main():
     parser.add_argument("--calibrate", action="store_true",
                         help="measure every binary's uninterrupted run first")
     parser.add_argument("--output", default=os.path.join(results_io.RESULTS, "fault_soak"))
+    parser.add_argument("--fresh", action="store_true",
+                        help="write only the binaries soaked now (default: the rows of the other "
+                             "binaries in --output are kept)")
     args = parser.parse_args()
-    reports, start = {}, time.time()
-    for offset, name in enumerate(args.binaries.split(",")):
-        workdir = tempfile.mkdtemp(prefix="fault_soak_")
+    names = args.binaries.split(",")
+    unknown = [name for name in names if name not in BINARIES]
+    if unknown:
+        parser.error(f"--binaries expects names of {sorted(BINARIES)}, received {unknown}")
+    try:
+        reports = {} if args.fresh else earlier_reports(args.output + ".json")
+    except ValueError as error:
+        parser.error(str(error))
+    command, failed = results_io.command_line(), False
+    for name in names:
+        workdir, start = tempfile.mkdtemp(prefix="fault_soak_"), time.time()
+        # Seeded by its place in BINARIES: a binary soaked alone gets a full run's seed.
+        seed = args.seed + list(BINARIES).index(name)
         try:
-            reports[name] = soak_binary(name, workdir, args.kills, args.seed + offset,
-                                        args.calibrate, args.corrupt_rate)
+            report = soak_binary(name, workdir, args.kills, seed, args.calibrate,
+                                 args.corrupt_rate)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        for failure in reports[name]["failures"]:
+        report.update(seed=seed, corrupt_rate=args.corrupt_rate, commit=current_commit(),
+                      command=command, seconds=round(time.time() - start),
+                      load=round(os.getloadavg()[0], 1))
+        for failure in report["failures"]:
             print(f"  FAILED: {failure[:500]}", flush=True)
-        _write(args, reports, time.time() - start)  # each time: a partial soak keeps its data
-    return 1 if any(r["failures"] for r in reports.values()) else 0
+        failed = failed or bool(report["failures"])
+        reports[name] = report
+        # In BINARIES' order; written after each binary: a partial soak keeps its data.
+        _write(args, {n: reports[n] for n in BINARIES if n in reports})
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -139,6 +139,54 @@ def test_run_piece_kills_after_the_drawn_number_of_events(tmp_path):
         assert len(f.read().split()) < 399  # stopped early
 
 
+def test_fault_soak_merges_the_binaries_soaked_now_into_the_results_file(tmp_path, monkeypatch,
+                                                                         capsys):
+    """A soak of some binaries keeps the other rows of its results file (a file written before
+    rows recorded their settings: the file's), each row with its own settings and commit, and
+    a binary soaked alone gets its seed in a run of all of them."""
+    output = str(tmp_path / "fault_soak")
+    row = dict(kills=[], failures=[], final_returncode=0, second_start={}, resumes=0)
+    with open(output + ".json", "w") as f:
+        json.dump(dict(command="python benchmarks/fault_soak.py --kills=2", kills=2, seed=0,
+                       corrupt_rate=1.0, binaries={"same_colour_demo": row}), f)
+    soaked = []
+
+    def soak_binary(name, workdir, kills, seed, calibrate, corrupt_rate):
+        soaked.append((name, kills, seed, corrupt_rate))
+        return dict(row, kills=[dict(hit="checkpoint write", corrupted="truncated x")])
+
+    monkeypatch.setattr(fault_soak, "soak_binary", soak_binary)
+    monkeypatch.setattr(sys, "argv", ["fault_soak.py", "--kills=1", "--seed=10",
+                                      "--corrupt_rate=0.5", "--binaries=train_babi",
+                                      f"--output={output}"])
+    assert fault_soak.main() == 0
+    index = list(fault_soak.BINARIES).index("train_babi")
+    assert soaked == [("train_babi", 1, 10 + index, 0.5)]
+    with open(output + ".json") as f:
+        binaries = json.load(f)["binaries"]
+    assert list(binaries) == ["train_babi", "same_colour_demo"]  # BINARIES' order
+    assert binaries["same_colour_demo"]["commit"] == "not recorded"
+    assert binaries["same_colour_demo"]["seed"] == 0
+    assert binaries["train_babi"]["seed"] == 10 + index
+    assert binaries["train_babi"]["commit"] == fault_soak.current_commit() != "unknown"
+    with open(output + ".md") as f:
+        table = f.read()
+    assert "| same_colour_demo | 0 (0, 1.0) |" in table
+    assert f"| train_babi | 1 ({10 + index}, 0.5) |" in table
+    # An unknown name or another file is a clear error naming the flag.
+    monkeypatch.setattr(sys, "argv", ["fault_soak.py", "--binaries=train_nothing"])
+    with pytest.raises(SystemExit):
+        fault_soak.main()
+    assert "--binaries expects names of" in capsys.readouterr().err
+    with open(output + ".json", "w") as f:
+        f.write("[]")
+    monkeypatch.setattr(sys, "argv", ["fault_soak.py", "--binaries=train_babi",
+                                      f"--output={output}"])
+    with pytest.raises(SystemExit):
+        fault_soak.main()
+    assert "--output expects the results of this script" in capsys.readouterr().err
+
+
 def _one_kill_calibration(name):
     """The kill comes after a seeded-random number of file-system events, at most half the
     number an uninterrupted run makes (fault_soak.CALIBRATION; 80 where it was not measured),
