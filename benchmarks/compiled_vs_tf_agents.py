@@ -28,11 +28,10 @@ import sys
 import tempfile
 import time
 
+import results_io  # benchmarks/results_io.py, beside this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-import results_io  # noqa: E402
 
 TRAINERS = {  # name -> (--trainer, KERAS_BACKEND)
     "tf_agents": ("tf_agents", "tensorflow"),

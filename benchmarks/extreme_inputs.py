@@ -25,9 +25,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from benchmarks import results_io  # noqa: E402
+import results_io  # benchmarks/results_io.py, beside this script
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 DEFAULT_SCALES = "1,1e2,1e3,1e4,1e5,1e6,1e8,1e12,1e16,1e24,1e32,1e36,1e37,1e38"

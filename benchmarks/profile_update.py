@@ -37,6 +37,8 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Beside this script, also when a test loads it by path or gpu_session runs it under `python -P`
+# (neither puts the script's folder on sys.path).
 sys.path.insert(0, HERE)
 
 import results_io  # noqa: E402  (benchmarks/results_io.py, beside this script)

@@ -131,8 +131,7 @@ def main(argv=None):
         setting="benchmarks/demo_flags.txt --trainer=compiled", train_command=train_command,
         pieces=pieces, curve=rows, eval_solve_rate=result["eval_solve_rate"],
         finished=finished, machine=machine), command)
-    sys.path.insert(0, HERE)
-    import plot_rl_curves
+    import plot_rl_curves  # beside this script
 
     for x in ("frames", "wall_seconds"):
         plot_rl_curves.plot([("relational (compiled, CPU)", root_dir)],

@@ -78,6 +78,7 @@ import jax.numpy as jnp  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+# Beside this script, also under `python -P` (which leaves the script's folder off sys.path).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_io  # noqa: E402  (benchmarks/results_io.py)
 

@@ -27,7 +27,6 @@ import glob
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 
@@ -103,11 +102,9 @@ def main():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
+    from rl_throughput import matmul_gflops  # beside this script
 
     from keras_relational.models import boxworld_agents
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from rl_throughput import matmul_gflops
 
     if args.agent == "relational":
         model, shape = boxworld_agents.relational_agent(), (14, 14, 3)
