@@ -103,6 +103,15 @@ CALIBRATION = {
 }
 
 
+def _holds(lock, pid):
+    """Whether the lock file ``lock`` names process ``pid`` (``keras_relational.run_lock``)."""
+    try:
+        with open(lock) as f:
+            return json.loads(f.read() or "null").get("pid") == pid
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def second_start(name, root, timeout=300):
     """Starts the binary on ``root``, and once it holds the root's lock, pauses it (SIGSTOP: a
     tiny run would otherwise finish while the second one imports) and starts it again: the
@@ -115,9 +124,12 @@ def second_start(name, root, timeout=300):
     failures, report = [], dict(first_pid=first.pid)
     try:
         deadline = time.time() + timeout
-        while not os.path.exists(lock) and first.poll() is None and time.time() < deadline:
+        # Until the lock holds the first run's process id: the lock file is created (and
+        # locked) a moment before the id is written, and a run paused in between is named as
+        # "a process that has not written its id yet".
+        while not _holds(lock, first.pid) and first.poll() is None and time.time() < deadline:
             time.sleep(0.05)
-        if not os.path.exists(lock):
+        if not _holds(lock, first.pid):
             failures.append(f"second start: the first run took no lock on {root} "
                             f"(exit {first.poll()})")
             return report, failures
@@ -217,12 +229,10 @@ def earlier_reports(path):
         reports = {}
         for position, (name, report) in enumerate(binaries.items()):
             report = dict(report)
-            # The old files' seeds: the file's seed plus the binary's place in its --binaries.
-            defaults = dict(kills=data["kills"], seed=data["seed"] + position,
-                            corrupt_rate=data["corrupt_rate"], commit="not recorded",
-                            command=data.get("command", "not recorded"))
-            for key, value in defaults.items():
-                report.setdefault(key, value)
+            if "commit" not in report:  # a row of a file written before rows recorded these
+                # Its seed: the file's seed plus the binary's place in its --binaries.
+                report.update(seed=data["seed"] + position, corrupt_rate=data["corrupt_rate"],
+                              commit="not recorded", command=data["command"])
             reports[name] = report
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"--output expects the results of this script (<output>.json, merged "

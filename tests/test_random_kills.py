@@ -173,6 +173,13 @@ def test_fault_soak_merges_the_binaries_soaked_now_into_the_results_file(tmp_pat
         table = f.read()
     assert "| same_colour_demo | 0 (0, 1.0) |" in table
     assert f"| train_babi | 1 ({10 + index}, 0.5) |" in table
+    # And again, into the file it wrote.
+    monkeypatch.setattr(sys, "argv", ["fault_soak.py", "--kills=1", "--binaries=train_char_lm",
+                                      f"--output={output}"])
+    assert fault_soak.main() == 0
+    with open(output + ".json") as f:
+        assert list(json.load(f)["binaries"]) == ["train_char_lm", "train_babi",
+                                                  "same_colour_demo"]
     # An unknown name or another file is a clear error naming the flag.
     monkeypatch.setattr(sys, "argv", ["fault_soak.py", "--binaries=train_nothing"])
     with pytest.raises(SystemExit):
