@@ -67,13 +67,20 @@ class SequenceSimplicialAttention(keras.layers.Layer):
     attention: flash-style (the softmax's running maximum and sum over the window's pairs kept
     in float32, the pair weights never stored: memory ``O(N d)`` in the forward and the backward
     pass), products in the input dtype with float32 accumulation. It takes causal windows
-    (or ``window=None``), trilinear logits, float32, bfloat16 or float16, and ``key_dim`` and
+    (or ``window=None``), either logit form, float32, bfloat16 or float16, and ``key_dim`` and
     ``value_dim`` powers of two from 16 to 256, without ``return_attention_scores``; any other
-    call runs the ``keras.ops`` form, with one logged line on a GPU. ``flash_attention=True``
-    forces the kernel (off a GPU, in Pallas' interpreter: slow, for tests) and is an error where
-    it cannot run; ``False`` forces the ``keras.ops`` form. Its speed against the ``keras.ops``
-    form, Keras' flash attention and lucidrains' Triton kernel is measured by
-    ``benchmarks/simplicial_kernel_speed.py`` (the ``simplicial_kernel`` part of a GPU session).
+    call runs the ``keras.ops`` form, with one logged line on a GPU. Its triple product is the
+    same normalised form (cosines of unit vectors formed in float32, then rounded to the input
+    dtype for its two products with the first keys: a tile costs about
+    ``(2 key_dim + value_dim) / (key_dim + value_dim)`` times a trilinear one); in float32 it
+    equals the ``keras.ops`` form to rounding, outputs and gradients; with 16-bit inputs its
+    error (rounded cosines, then a square root and three norms) grows with the size of the
+    logits (``tests/layers/test_pallas_simplicial.py`` bounds both forms' at one size).
+    ``flash_attention=True`` forces the kernel (off a GPU, in Pallas' interpreter: slow, for
+    tests) and is an error where it cannot run; ``False`` forces the ``keras.ops`` form. Its
+    speed with trilinear logits against the ``keras.ops`` form, Keras' flash attention and
+    lucidrains' Triton kernel is measured by ``benchmarks/simplicial_kernel_speed.py`` (the
+    ``simplicial_kernel`` part of a GPU session).
 
     Masking: a False position of the Keras ``mask`` ``[B, N]`` is never part of a scored pair and
     its own output row is 0.
@@ -311,8 +318,6 @@ class SequenceSimplicialAttention(keras.layers.Layer):
             return f"the Keras backend is {backend!r} (the kernel is JAX Pallas)"
         if not self.causal:
             return "causal=False (the kernel has causal windows only)"
-        if self.logit_form != "trilinear":
-            return f"logit_form={self.logit_form!r} (the kernel has trilinear logits only)"
         if return_attention_scores:
             return "return_attention_scores=True (the kernel never forms the pair weights)"
         from keras_relational.layers import _pallas_simplicial  # imports JAX: only under JAX
@@ -367,7 +372,8 @@ class SequenceSimplicialAttention(keras.layers.Layer):
 
             attended = _pallas_simplicial.simplicial_attention(
                 q, k1, k2, v1, v2, valid, window=self.window or (length, length),
-                scale=self._scale, **kernel)
+                scale=self._scale, logit_form=self.logit_form, sqrt_epsilon=self.sqrt_epsilon,
+                **kernel)
             outputs = self._dense(
                 ops.reshape(attended, (batch, length, self.num_heads * dv)), "output")
             if mask is not None:

@@ -346,18 +346,19 @@ def outputs_and_grads(layer):
     return [np.asarray(a, np.float32) for a in (out, *grads[0], grads[1])]
 
 # (16-bit inputs: tests/layers/test_pallas_simplicial.py, on the kernel itself)
-ops_form, kernel = make(flash_attention=False), make(flash_attention=True)
-ops_form.build(x.shape), kernel.build(x.shape)
-kernel.set_weights(ops_form.get_weights())
-expected, got = outputs_and_grads(ops_form), outputs_and_grads(kernel)
-for index, (a, b) in enumerate(zip(got, expected, strict=True)):
-    np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4, err_msg=str(index))
-assert np.all(got[0][~np.asarray(mask)] == 0.0)
+for logit_form in ("trilinear", "triple_product"):
+    ops_form, kernel = (make(logit_form=logit_form, flash_attention=flash)
+                        for flash in (False, True))
+    ops_form.build(x.shape), kernel.build(x.shape)
+    kernel.set_weights(ops_form.get_weights())
+    expected, got = outputs_and_grads(ops_form), outputs_and_grads(kernel)
+    for index, (a, b) in enumerate(zip(got, expected, strict=True)):
+        np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4, err_msg=f"{logit_form} {index}")
+    assert np.all(got[0][~np.asarray(mask)] == 0.0)
 
 # Where the kernel cannot run: forced, an error naming the argument; by default on a GPU
 # (pretended), one logged line and the keras.ops form.
-for kwargs, fragment in ((dict(logit_form="triple_product"), "logit_form"),
-                         (dict(causal=False), "causal"),
+for kwargs, fragment in ((dict(causal=False), "causal"),
                          (dict(), "return_attention_scores")):
     with pytest.raises(ValueError, match="flash_attention=True.*" + fragment):
         make(flash_attention=True, **kwargs)(x, return_attention_scores=not kwargs)
@@ -370,23 +371,23 @@ handler = logging.Handler()
 handler.emit = records.append
 module._LOGGER.addHandler(handler)
 jax.default_backend = lambda: "gpu"
-auto, reference = make(logit_form="triple_product"), make(logit_form="triple_product",
-                                                           flash_attention=False)
+auto, reference = make(causal=False), make(causal=False, flash_attention=False)
 auto.build(x.shape), reference.build(x.shape)
 auto.set_weights(reference.get_weights())
 for _ in range(2):  # logged once
     np.testing.assert_allclose(np.asarray(auto(x, mask=mask)),
                                np.asarray(reference(x, mask=mask)), atol=1e-6)
-assert len(records) == 1 and "logit_form='triple_product'" in records[0].getMessage(), records
+assert len(records) == 1 and "causal=False" in records[0].getMessage(), records
 """
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_fused_kernel_equals_the_keras_ops_form_under_jax(tmp_path):
-    """flash_attention=True (Pallas' interpreter on the CPU) against flash_attention=False:
-    outputs and the gradients of every weight and the inputs, with a padding mask; where the
-    kernel cannot run, an error (forced) or one logged line (auto)."""
+    """flash_attention=True (Pallas' interpreter on the CPU) against flash_attention=False,
+    trilinear and triple-product logits: outputs and the gradients of every weight and the
+    inputs, with a padding mask; where the kernel cannot run, an error (forced) or one logged
+    line (auto)."""
     from layer_contract import run_fresh_process
 
     script = tmp_path / "kernel.py"
