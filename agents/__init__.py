@@ -1,27 +1,25 @@
-"""TF-Agents integration for keras-relational (installed as ``keras_relational.agents``).
+"""Reinforcement learning for keras-relational (installed as ``keras_relational.agents``).
 
-Importing this package sets ``TF_USE_LEGACY_KERAS=1`` so that ``tf.keras`` is tf-keras, which
-TF-Agents needs; it raises :class:`LegacyKerasError` if ``tf.keras`` was already resolved to Keras 3
-in this process. Our Keras 3 models (``import keras``) are unaffected.
+One shared core under two trainers, laid out like acme's IMPALA agent (config / networks /
+acting / learning / builder). Importing this package, its core or the compiled trainer has no
+side effect: only :mod:`keras_relational.agents.tf_agents` routes ``tf.keras`` to tf-keras.
 
-Laid out like acme's IMPALA agent, one concern a module:
+The shared core (pure Python or ``keras.ops``, any backend):
 
-* ``config``: :class:`TrainConfig`, every hyperparameter and its default (the papers').
-* ``boxworld_environment``: the batched BoxWorlds as TF-Agents environments.
-* ``networks`` / ``keras3_network``: the Keras 3 networks and the bridge that lets TF-Agents
-  train them.
-* ``acting``: the collect policy and one actor's unroll collection, used by every actor.
-* ``unroll_queue``: ``[B, T+1]`` unrolls from the actors to the learner.
-* ``vtrace`` / ``vtrace_agent``: the V-trace loss and agent (Espeholt et al. 2018);
-  ``ppo``: TF-Agents' PPO with our networks; ``learning``: the agent, optimiser and Learner
-  a config asks for.
-* ``ray_actors``: the IMPALA actor fleet on Ray.
-* ``evaluation``, ``progress``, ``export``: solve rates, progress lines, SavedModels.
-* ``train_eval``: the loop that puts them together; ``play``: plays an exported policy.
+* ``config``: the hyperparameters both trainers share (:class:`TrainConfig`, the papers'
+  defaults), the environment configs and what a resume may change.
+* ``presets``: the papers' named runs (Zambaldi et al. 2019, Clift et al. 2020) and fast ones.
+* ``networks``: the Keras 3 networks an agent name stands for.
+* ``vtrace``: V-trace targets in ``keras.ops`` (Espeholt et al. 2018), used by both trainers.
+* ``optimizers``: the papers' RMSProp and Adam, for Keras 3 or tf-keras.
+* ``curves``: the ``curves.jsonl`` training curves every trainer writes.
+* ``play``: plays an exported policy or Keras model.
+
+The trainers on top:
+
+* ``compiled``: environment steps, acting and V-trace learning in one compiled function per
+  update (JAX or TensorFlow; no TF-Agents).
+* ``tf_agents``: TF-Agents' actors and learner, V-trace and PPO, Ray actors (sets
+  ``TF_USE_LEGACY_KERAS=1`` when imported).
+* ``sc2``: StarCraft II on either trainer's learner.
 """
-
-from keras_relational.agents._legacy_keras import LegacyKerasError, ensure_legacy_tf_keras
-
-ensure_legacy_tf_keras()
-
-__all__ = ["LegacyKerasError", "ensure_legacy_tf_keras"]

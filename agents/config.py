@@ -25,18 +25,21 @@ import dataclasses
 from collections.abc import Mapping
 
 from keras_relational import environments, validation
+from keras_relational.agents.optimizers import OPTIMIZERS
+from keras_relational.environments.level_banks import LEVEL_SOURCES
 
 # clift_relational: Clift et al. 2020's relational agent (their simplicial one without the
 # 2-simplicial branch), the Fig. 6 comparison.
 AGENTS = ("relational", "simplicial", "baseline", "clift_relational")
 ALGORITHMS = ("vtrace", "ppo")
-# "tf_agents": TF-Agents' Actor and Learner (agents/train_eval.py); "compiled": environment steps,
+# "tf_agents": TF-Agents' Actor and Learner (agents/tf_agents/train_eval.py); "compiled":
+# environment steps,
 # acting and learning in one compiled function per update (agents/compiled/).
 TRAINERS = ("tf_agents", "compiled")
-OPTIMIZERS = ("rmsprop", "adam")
 ENV_BACKENDS = ("numpy", "tensor")
-# Where the compiled loop's levels come from (TensorBoxWorld's `level_source`).
-LEVEL_SOURCES = ("numpy", "device")
+# Evaluation levels and sampling are seeded `seed + EVAL_SEED_OFFSET` by both trainers, so an
+# evaluation never plays the training levels' stream.
+EVAL_SEED_OFFSET = 10_000
 # env_name -> the environment's config dataclass.
 ENVIRONMENT_CONFIGS = {"original": environments.BoxWorldConfig,
                        "bridge": environments.BridgeConfig}

@@ -9,7 +9,7 @@ Two kinds of trained agent play, each as a policy ``timestep -> action`` (as
   TF-Agents under JAX.
 * :class:`SavedModelPolicy`: a TF-Agents PolicySaver SavedModel, such as
   ``<root_dir>/policies/greedy_policy``, which only the TF-Agents trainer writes
-  (:func:`load_policy`; import ``keras_relational.agents`` before TensorFlow).
+  (:func:`load_policy`, which imports ``keras_relational.agents.tf_agents`` first).
 
 :func:`play` plays episodes with either (it is what
 ``python -m keras_relational.experiments.play_boxworld`` runs); :func:`check_environment_matches`
@@ -155,6 +155,9 @@ def load_policy(policy_dir):
     Raises a ValueError naming ``policy_dir`` when it is not a SavedModel, or a SavedModel
     without the policy's ``action`` signature (e.g. the Keras network export ``keras_model``).
     """
+    import keras_relational.agents.tf_agents  # noqa: F401  (tf.keras -> tf-keras first)
+
+    # isort: split
     import tensorflow as tf
     import tensorflow_probability  # noqa: F401  (registers the distribution types the policy uses)
 
@@ -280,6 +283,9 @@ def check_environment_matches(observation_spec, env, num_actions=None, agent="po
 
 
 def _tf_agents_time_step(timestep):
+    import keras_relational.agents.tf_agents  # noqa: F401  (tf.keras -> tf-keras first)
+
+    # isort: split
     from tf_agents.trajectories import time_step as ts
 
     return ts.TimeStep(

@@ -44,7 +44,7 @@ def vtrace_returns(log_rhos, discounts, rewards, values, bootstrap_value, mask=N
     Example::
 
         import numpy as np
-        from keras_relational.agents.compiled.vtrace import vtrace_returns
+        from keras_relational.agents.vtrace import vtrace_returns
 
         zeros = np.zeros((5, 2), "float32")
         returns = vtrace_returns(zeros, zeros + 0.9, zeros + 1.0, zeros, np.zeros(2, "float32"))

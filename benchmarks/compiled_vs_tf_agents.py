@@ -63,8 +63,8 @@ def _compiled_split(config):
 
     from keras_relational.agents.compiled import levels, loop
     from keras_relational.agents.compiled import train_eval as compiled_train_eval
-    from keras_relational.agents.compiled.learning import make_optimizer
     from keras_relational.agents.networks import agent_model_fn
+    from keras_relational.agents.optimizers import make_optimizer
 
     config = compiled_train_eval.make_config(config)
     environment = compiled_train_eval.tensor_environment(config.environment)
@@ -105,7 +105,7 @@ def worker(trainer, updates, log_interval):
     if config.trainer == "compiled":
         from keras_relational.agents.compiled import train_eval
     else:
-        from keras_relational.agents import train_eval
+        from keras_relational.agents.tf_agents import train_eval
     result = train_eval.train_eval(root, config, print_fn=lambda line: None)
     history = result["history"]
     steady = history[1:]

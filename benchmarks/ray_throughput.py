@@ -33,7 +33,7 @@ MODEL_KWARGS = dict(key_dim=32, head_units=(64,) * 4)  # --key_dim=32 --head_wid
 def training_frames_per_second(num_ray_actors, iterations, num_envs, unroll_length,
                                actor_jit_compile=True):
     """(frames/s over the second half, mean policy lag over it) of one ``train_eval`` run."""
-    from keras_relational.agents.train_eval import train_eval
+    from keras_relational.agents.tf_agents.train_eval import train_eval
 
     lines = []
     with tempfile.TemporaryDirectory() as root:
@@ -52,9 +52,9 @@ def collection_frames_per_second(num_ray_actors, unrolls, num_envs, unroll_lengt
     """Frames/s the actors deliver with no learner (0 actors: a BoxWorldActor in this process)."""
     import tensorflow as tf
 
-    from keras_relational.agents import ray_actors
-    from keras_relational.agents.boxworld_environment import make_boxworld_environment
     from keras_relational.agents.networks import agent_model_fn
+    from keras_relational.agents.tf_agents import ray_actors
+    from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
 
     shape = make_boxworld_environment("original", num_envs=1, **ENV_KWARGS).observation_spec()
     model_fn = agent_model_fn("relational", shape.shape, 4, **MODEL_KWARGS)
@@ -106,7 +106,7 @@ def main():
                         help="also write the tables to this markdown file")
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
+    import keras_relational.agents.tf_agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
 
     rows = []
     for index, (label, actors) in enumerate((("in-process actor", 0), ("1 Ray actor", 1),

@@ -1,9 +1,9 @@
 """Learning benchmark: fraction of BoxWorld levels solved vs wall-clock, relational vs baseline.
 
-Trains each agent with ``keras_relational.agents.train_eval`` (V-trace actor-learner, the CPU) for a
-wall-clock budget on a small BoxWorld and records, at every progress line, the fraction of the
-training episodes that ended with the gem (every episode is a freshly generated level, so this
-measures generalisation, not memorisation), then evaluates the final policy on new levels. Writes
+Trains each agent with ``keras_relational.agents.tf_agents.train_eval`` (V-trace actor-learner, the
+CPU) for a wall-clock budget on a small BoxWorld and records, at every progress line, the fraction
+of the training episodes that ended with the gem (every episode is a freshly generated level, so
+this measures generalisation, not memorisation), then evaluates the final policy on new levels. Writes
 ``results/rl_learning.json`` and a Markdown table ``results/rl_learning.md``.
 
 The defaults are the setting that learns on 2 CPU cores: one-hot observations, Adam 1e-3,
@@ -34,7 +34,7 @@ MARKS_MINUTES = (1, 2, 5, 10, 15, 20, 30, 45, 60)
 
 
 def _run(agent, args, root, queue=None):
-    from keras_relational.agents.train_eval import train_eval
+    from keras_relational.agents.tf_agents.train_eval import train_eval
 
     model_kwargs = dict(head_units=(args.head_width,) * 4)
     if agent in ("relational", "simplicial"):

@@ -6,9 +6,9 @@ For each agent (relational on BoxWorld, simplicial on bridge BoxWorld, at the pa
    frame, counted by XLA's cost analysis (JAX backend, in a subprocess) of the same Keras model;
 2. the machine's float32 matmul throughput (TensorFlow, 2048 x 2048 matmuls);
 3. the FLOP-bound frame rate = throughput / FLOPs per frame;
-4. the measured frames/s of ``keras_relational.agents.train_eval`` (V-trace, ``--num_envs`` x
-   ``--unroll_length`` frames per update) over the second half of the run (tracing and XLA
-   compilation excluded), split into acting and learning time;
+4. the measured frames/s of ``keras_relational.agents.tf_agents.train_eval`` (V-trace,
+   ``--num_envs`` x ``--unroll_length`` frames per update) over the second half of the run (tracing
+   and XLA compilation excluded), split into acting and learning time;
 5. the network-only frames/s: the same policy calls and train step on fixed in-memory data, with
    no environments, observers, queue or dataset. measured / network only is what the pipeline
    costs; network only / bound is how far the kernels themselves are from the matmul rate;
@@ -117,7 +117,7 @@ def memory_gbytes_per_second(megabytes=256, repeats=5):
 def measured_frames_per_second(env_name, agent, iterations, num_envs, unroll_length,
                                actor_jit_compile=True):
     """Frames/s over the second half of ``2 * iterations`` updates (compilation excluded)."""
-    from keras_relational.agents.train_eval import train_eval
+    from keras_relational.agents.tf_agents.train_eval import train_eval
 
     with tempfile.TemporaryDirectory() as root:
         result = train_eval(root, env_name=env_name, agent=agent, num_iterations=2 * iterations,
@@ -146,12 +146,12 @@ def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll
     from tf_agents.specs import tensor_spec
     from tf_agents.trajectories import time_step as ts
 
-    from keras_relational.agents.acting import ActorCriticPolicy
-    from keras_relational.agents.boxworld_environment import make_boxworld_environment
-    from keras_relational.agents.keras3_network import Keras3Network
-    from keras_relational.agents.learning import make_optimizer
     from keras_relational.agents.networks import agent_model_fn
-    from keras_relational.agents.vtrace_agent import VTraceAgent
+    from keras_relational.agents.optimizers import make_optimizer
+    from keras_relational.agents.tf_agents.acting import ActorCriticPolicy
+    from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+    from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+    from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
     env = make_boxworld_environment(env_name, num_envs=num_envs, seed=0)
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())
@@ -159,8 +159,8 @@ def network_only_frames_per_second(env_name, agent, iterations, num_envs, unroll
     num_actions = int(action_spec.maximum - action_spec.minimum + 1)
     model_fn = agent_model_fn(agent, env.observation_spec().shape, num_actions)
     network = Keras3Network(time_step_spec.observation, model_fn)
-    tf_agent = VTraceAgent(time_step_spec, action_spec, network, make_optimizer("rmsprop", 1e-4),
-                           jit_compile=True)
+    optimizer = make_optimizer("rmsprop", 1e-4, keras_module=tf.keras)
+    tf_agent = VTraceAgent(time_step_spec, action_spec, network, optimizer, jit_compile=True)
     tf_agent.initialize()
     rng = np.random.RandomState(0)
     shape = tuple(env.observation_spec().shape)
@@ -209,7 +209,7 @@ def main():
     parser.add_argument("--output", help="also write the tables to this markdown file (and the "
                         "raw figures to a .json beside it)")
     args = parser.parse_args()
-    import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
+    import keras_relational.agents.tf_agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
 
     throughput = matmul_gflops()
     bandwidth = memory_gbytes_per_second()

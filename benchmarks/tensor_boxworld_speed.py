@@ -161,7 +161,7 @@ def source_rates(backend, levels, seconds, loop_steps, per_step, with_sources, s
     from keras import ops
 
     from keras_relational.environments import TensorBoxWorld
-    from keras_relational.environments.tensor_levels import seed_state
+    from keras_relational.environments.tensor_random import seed_state
 
     device_env = TensorBoxWorld(level_source="device")
     size = max(levels, 256)

@@ -103,8 +103,8 @@ class _Functional:
     def __init__(self, config=None, **kwargs):
         import importlib
 
-        from .tensor_base import keras_backend
-        from .tensor_levels import seed_state
+        from .tensor_ops import keras_backend
+        from .tensor_random import seed_state
 
         if keras_backend() != "jax":
             raise invalid_value("KERAS_BACKEND", f"'jax' for {type(self).__name__} (set it "

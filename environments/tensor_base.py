@@ -14,10 +14,11 @@ The contract (what a compiled loop relies on; these names stay):
   leading `[M]` axis (a pytree of fixed shapes, see the variant's `bank_from_levels`), drawn
   from the distribution of the NumPy generator (the reference) by the environment's
   `level_source`: "numpy" (the default) runs the NumPy generator on the host (NumPy arrays);
-  "device" runs the same distribution written in `keras.ops` (`tensor_levels`; backend tensors),
-  also as the pure `env.sample_levels(seed_state, num_levels)`, which a compiled loop calls
-  inside its own compiled function. A host thread drawing the next NumPy bank while the device
-  steps keeps the loop fed (`env.bank_stream`, below).
+  "device" runs the same distribution written in `keras.ops` (`tensor_random` and the variant's
+  `tensor_levels`; backend tensors), also as the pure `env.sample_levels(seed_state,
+  num_levels)`, which a compiled loop calls inside its own compiled function. A host thread
+  drawing the next NumPy bank while the device steps keeps the loop fed (`env.bank_stream`,
+  below).
 * `state, timestep = env.reset(bank, num_envs)`: `num_envs` (a Python int, static) slots play
   bank levels 0..N-1; every step type is FIRST (reward 0, discount 1).
 * `state, timestep = env.step(state, actions, bank)`: pure; `actions` int `[N]` (0 up, 1 down,
@@ -52,129 +53,21 @@ values are checked where they are concrete (NumPy arrays, eager tensors); inside
 function they are not known, and values outside [0, 4) are outside the contract.
 """
 
-import queue
-import threading
-
 import dm_env
-import keras
 import numpy as np
 from keras import ops
 
 from keras_relational.validation import check_int_at_least, check_one_of, invalid_value
 
-from .base import FIRST, LAST, MID, NUM_ACTIONS, Draws, _Specs
+from .base import FIRST, LAST, MID, Draws, _Specs
 from .boxworld.config import MAX_LEVEL_ATTEMPTS
 from .boxworld.generator import LevelGenerationError
-
-# Where `level_bank` draws levels: the NumPy generator on the host, or `keras.ops` on the device.
-LEVEL_SOURCES = ("numpy", "device")
+from .level_banks import LEVEL_SOURCES, BankStream
+from .tensor_ops import check_actions, row_select
+from .tensor_random import seed_state
 
 # The entries of `state` that the base owns; a variant's `_load` returns the others.
 BASE_KEYS = ("steps", "needs_reset", "solved", "level", "cursor")
-
-
-def expand_as(mask, x):
-    """`mask` `[N]` reshaped to broadcast against `x` `[N, ...]`."""
-    return ops.reshape(mask, (-1,) + (1,) * (len(x.shape) - 1))
-
-
-def row_select(mask, new, old):
-    """`new` where `mask` `[N]` is True, `old` elsewhere (rows of `[N, ...]` tensors)."""
-    return ops.where(expand_as(mask, old), new, old)
-
-
-def gather_cells(grid, index):
-    """`grid[i, index[i]]` for int `[N, C]` `grid` and int `[N]` `index` (in range)."""
-    return ops.take_along_axis(grid, ops.expand_dims(index, 1), axis=1)[:, 0]
-
-
-def set_cells(grid, mask, index, value):
-    """`grid` with `grid[i, index[i]] = value` where `mask[i]`."""
-    cells = ops.arange(grid.shape[1], dtype="int32")[None, :]
-    hit = ops.logical_and(ops.expand_dims(mask, 1), cells == ops.expand_dims(index, 1))
-    value = ops.cast(value, grid.dtype)
-    if len(value.shape) == 1:  # one value per row
-        value = ops.expand_dims(value, 1)
-    return ops.where(hit, value, grid)
-
-
-def _concrete(values):
-    """`values` as a NumPy array when they are known now (not traced), else None."""
-    if isinstance(values, np.ndarray | list | tuple | int | np.integer):
-        return np.asarray(values)
-    try:
-        return np.asarray(ops.convert_to_numpy(values))
-    except Exception:  # a JAX tracer or a symbolic TF tensor: values unknown until run time
-        return None
-
-
-def check_actions(actions, batch_size):
-    """`actions` as int32 `[batch_size]`; raises a ValueError naming `actions` otherwise."""
-    if not hasattr(actions, "dtype") or isinstance(actions, list | tuple):
-        actions = np.asarray(actions)
-    dtype = keras.backend.standardize_dtype(actions.dtype)
-    shape = tuple(actions.shape)
-    if not dtype.startswith(("int", "uint")):
-        raise invalid_value("actions", f"integers in [0, {NUM_ACTIONS}) (0 up, 1 down, 2 left, "
-                            "3 right)", f"dtype {dtype}")
-    if shape != (batch_size,):
-        raise invalid_value("actions", f"shape ({batch_size},), one action per slot of "
-                            "`state`", f"shape {shape}")
-    values = _concrete(actions)
-    if values is not None and values.size and (values.min() < 0 or values.max() >= NUM_ACTIONS):
-        raise invalid_value("actions", f"values in [0, {NUM_ACTIONS})",
-                            values.tolist() if values.size <= 8 else
-                            f"values in [{values.min()}, {values.max()}]")
-    return ops.cast(actions, "int32")
-
-
-class BankStream:
-    """An iterator of level banks drawn ahead in a background thread.
-
-    Bank k is `env.level_bank(num_levels, seed_k)` with `seed_k` derived from `(seed, k)`, so the
-    stream is deterministic. `prefetch` banks are kept ready; the thread (a daemon) only runs
-    Python/NumPy, which a compiled device step does not block.
-    """
-
-    def __init__(self, env, num_levels, seed, prefetch=2):
-        self._env = env
-        self._num_levels = check_int_at_least("num_levels", num_levels, 1)
-        self._seed = int(seed)
-        self._queue = queue.Queue(maxsize=check_int_at_least("prefetch", prefetch, 1))
-        self._stop = threading.Event()
-        self._error = None
-        self._thread = threading.Thread(target=self._fill, daemon=True)
-        self._thread.start()
-
-    def _fill(self):
-        k = 0
-        try:
-            while not self._stop.is_set():
-                seed = int(np.random.SeedSequence([self._seed, k]).generate_state(1)[0])
-                bank = self._env.level_bank(self._num_levels, seed)
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put(bank, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                k += 1
-        except Exception as error:  # surfaced by __next__
-            self._error = error
-            self._queue.put(None)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        bank = self._queue.get()
-        if bank is None:
-            raise RuntimeError("drawing a level bank failed") from self._error
-        return bank
-
-    def close(self):
-        """Stops the background thread."""
-        self._stop.set()
 
 
 class TensorLevelEnvironment(_Specs):
@@ -224,7 +117,6 @@ class TensorLevelEnvironment(_Specs):
         num_levels = check_int_at_least("num_levels", num_levels, 1)
         if self._sampler is None:
             return self.bank_from_levels(self.generate_levels(num_levels, seed))
-        from .tensor_levels import seed_state  # tensor_levels builds on this module
 
         bank, info, _ = self.sample_levels(seed_state(seed), num_levels)
         self.check_sample(info)
@@ -233,7 +125,7 @@ class TensorLevelEnvironment(_Specs):
     def sample_levels(self, seed, num_levels):
         """`(bank, info, seed)`: `num_levels` levels drawn in `keras.ops` (pure, compilable).
 
-        `seed` is a seed state (int `[2]`, e.g. `tensor_levels.seed_state(0)` or the state of a
+        `seed` is a seed state (int `[2]`, e.g. `tensor_random.seed_state(0)` or the state of a
         `keras.random.SeedGenerator`); the advanced state comes back, so consecutive calls draw
         fresh levels. `bank` is what `reset` / `step` take; `info` is the variant's level
         metadata (see its sampler). Needs `level_source="device"`.
@@ -256,9 +148,10 @@ class TensorLevelEnvironment(_Specs):
                 f"{limit} attempt(s) ({self._config}); use fewer or shorter distractor branches "
                 "or a larger room.")
 
-    def bank_stream(self, num_levels, seed, prefetch=2):
-        """A `BankStream`: banks of `num_levels` levels drawn ahead in a background thread."""
-        return BankStream(self, num_levels, seed, prefetch)
+    def bank_stream(self, num_levels, seed, prefetch=2, start=0):
+        """A `BankStream`: banks `start`, `start` + 1, ... of `num_levels` levels, drawn ahead in a
+        background thread."""
+        return BankStream(self, num_levels, seed, prefetch, start)
 
     def _check_bank(self, bank):
         shapes = self._bank_shapes()
@@ -342,8 +235,3 @@ class TensorLevelEnvironment(_Specs):
         actions = check_actions(actions, tuple(actions.shape)[0] if hasattr(actions, "shape")
                                 else len(actions))
         return self._move(state, actions, ops.ones(tuple(actions.shape), "bool"))
-
-
-def keras_backend():
-    """The Keras backend the tensor environments compute with (`keras.backend.backend()`)."""
-    return keras.backend.backend()

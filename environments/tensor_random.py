@@ -25,7 +25,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .tensor_base import row_select
+from .tensor_ops import row_select
 
 
 def seed_state(seed):

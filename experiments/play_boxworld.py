@@ -80,7 +80,7 @@ def load_agent():
         from keras_relational.agents.play import KerasModelPolicy, load_model
 
         return KerasModelPolicy(load_model(FLAGS.model), greedy=FLAGS.greedy, seed=FLAGS.seed)
-    import keras_relational.agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
+    import keras_relational.agents.tf_agents  # noqa: F401  (tf.keras -> tf-keras before TF-Agents)
     from keras_relational.agents.play import SavedModelPolicy, load_policy
 
     return SavedModelPolicy(load_policy(FLAGS.policy_dir))

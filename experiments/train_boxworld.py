@@ -222,7 +222,7 @@ def main(argv):
             FLAGS.root_dir, config,
             allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)
         return
-    from keras_relational.agents import train_eval  # sets TF_USE_LEGACY_KERAS first
+    from keras_relational.agents.tf_agents import train_eval  # sets TF_USE_LEGACY_KERAS first
 
     train_eval.train_eval(FLAGS.root_dir, config,
                           allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)

@@ -3,7 +3,8 @@
 Importing this package has no side effects and loads neither Keras nor TensorFlow: the public
 layer names below are resolved lazily, on first use (PEP 562), so that
 ``import keras_relational.environments`` stays a NumPy + dm_env import. It never touches
-``tf.keras`` or ``TF_USE_LEGACY_KERAS`` (only ``keras_relational.agents`` does, for TF-Agents).
+``tf.keras`` or ``TF_USE_LEGACY_KERAS`` (only ``keras_relational.agents.tf_agents`` does, for
+TF-Agents).
 
 ```python
 from keras_relational import SimplicialAttention  # imports Keras here, on first use

@@ -11,7 +11,7 @@ import pytest
 from keras_relational.without_tensorflow import tensorflow_installed
 
 if tensorflow_installed():
-    import keras_relational.agents  # noqa: F401
+    import keras_relational.agents.tf_agents  # noqa: F401
 
 
 def accelerator_skip_reason():
@@ -148,7 +148,7 @@ def no_exports(monkeypatch, no_policy_trigger):
     test_train_eval_faults.py, test_serving_docs.py and the notebooks in colab/ (relational and
     simplicial agents).
     """
-    from keras_relational.agents import export
+    from keras_relational.agents.tf_agents import export
 
     monkeypatch.setattr(export, "export_policies", lambda *args, **kwargs: None)
     monkeypatch.setattr(export, "export_keras_model", lambda *args, **kwargs: (None, None))

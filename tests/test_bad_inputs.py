@@ -431,7 +431,7 @@ class _FirstActionPolicy:
 
 @pytest.mark.parametrize("observation_type", ["rgb", "one_hot"])
 def test_play_runs_bridge_boxworld(observation_type):
-    import keras_relational.agents  # noqa: F401
+    import keras_relational.agents.tf_agents  # noqa: F401
     from keras_relational.agents.play import play
 
     env = environments.BridgeBoxWorld(observation_type=observation_type, max_steps=3, seed=0)
@@ -443,7 +443,7 @@ def test_play_runs_bridge_boxworld(observation_type):
 def test_load_policy_refuses_what_is_not_a_policy(tmp_path):
     import tensorflow as tf
 
-    import keras_relational.agents  # noqa: F401
+    import keras_relational.agents.tf_agents  # noqa: F401
     from keras_relational.agents.play import load_policy
 
     _raises(ValueError, lambda: load_policy(str(tmp_path)), "`policy_dir`", "PolicySaver",

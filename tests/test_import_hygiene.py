@@ -1,4 +1,5 @@
-"""`import keras_relational` leaves tf.keras alone; `keras_relational.agents` routes it."""
+"""`import keras_relational` and the agents' shared core leave tf.keras alone; only the
+TF-Agents trainer (`keras_relational.agents.tf_agents`) routes it to tf-keras."""
 
 import os
 import subprocess
@@ -34,6 +35,28 @@ def test_layer_package_does_not_touch_tf_keras():
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def test_the_shared_core_and_the_compiled_trainer_have_no_import_side_effect():
+    # The compiled trainer needs no TensorFlow: importing it (and every module of the shared
+    # core) must neither set TF_USE_LEGACY_KERAS nor touch tf.keras; nor may it import TF-Agents.
+    result = run_python("""
+        import os
+        import sys
+        import keras_relational.agents
+        from keras_relational.agents import config, curves, networks, optimizers, play, presets
+        from keras_relational.agents import vtrace
+        from keras_relational.agents.compiled import train_eval
+        from keras_relational.agents.sc2 import train_eval as sc2_train_eval
+        assert "TF_USE_LEGACY_KERAS" not in os.environ, os.environ["TF_USE_LEGACY_KERAS"]
+        assert "tf_agents" not in sys.modules
+        assert "keras_relational.agents.tf_agents" not in sys.modules
+        import tensorflow as tf
+        module = tf.keras.layers.Dense.__module__
+        assert module.startswith("keras."), module   # Keras 3, as without our package
+        print("ok")
+    """, KERAS_BACKEND="tensorflow")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 def test_layer_package_adds_little_to_the_keras_import():
     """Our own modules must not add to the import time (no heavy work at import).
 
@@ -61,14 +84,14 @@ def _load_benchmark():
     return module
 
 
-def test_agents_routes_tf_keras_to_tf_keras():
+def test_the_tf_agents_trainer_routes_tf_keras_to_tf_keras():
     # The layer package (and so Keras 3 and TensorFlow) is imported first, then the agents, then
     # TF-Agents, which uses `import tensorflow.keras` as well as the `tf.keras` attribute.
     result = run_python("""
         import os
         import keras
         import keras_relational
-        import keras_relational.agents
+        import keras_relational.agents.tf_agents
         assert os.environ["TF_USE_LEGACY_KERAS"] == "1"
         import tensorflow as tf
         import tf_agents.networks
@@ -86,7 +109,7 @@ def test_agents_fails_clearly_when_tf_keras_is_already_keras3():
     result = run_python("""
         import tensorflow as tf
         tf.keras.layers.Dense   # materialises tf.keras as Keras 3
-        import keras_relational.agents
+        import keras_relational.agents.tf_agents
     """)
     assert result.returncode != 0
     assert "LegacyKerasError" in result.stderr
@@ -94,6 +117,6 @@ def test_agents_fails_clearly_when_tf_keras_is_already_keras3():
 
 
 def test_agents_fails_clearly_when_flag_is_switched_off():
-    result = run_python("import keras_relational.agents", TF_USE_LEGACY_KERAS="0")
+    result = run_python("import keras_relational.agents.tf_agents", TF_USE_LEGACY_KERAS="0")
     assert result.returncode != 0
     assert "TF_USE_LEGACY_KERAS='0'" in result.stderr

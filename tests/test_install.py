@@ -278,7 +278,7 @@ def _check_documented_install_paths(wheel, python, outside):
         assert layers.returncode == 0 and layers.stdout.startswith("torch"), layers.stderr
     # [rl] (with tf-agents --no-deps) and [plots]: the RL library imports, the plotting console
     # script answers.
-    rl = _run([str(python), "-c", "import keras_relational.agents.train_eval as t; "
+    rl = _run([str(python), "-c", "import keras_relational.agents.tf_agents.train_eval as t; "
                "print(t.train_eval.__name__)"], cwd=outside)
     assert rl.returncode == 0 and "train_eval" in rl.stdout, rl.stderr[-3000:]
     plots = _run([str(python.parent / "plot_results"), "--help"], cwd=outside)

@@ -7,7 +7,13 @@ Data flows one way: environments and layers know nothing of what is built on the
 * models import no agents, environments or experiments;
 * agents define no layers (no class in agents/ subclasses a Keras layer or model);
 * no library package imports the experiments (the binaries sit on top);
-* no module imports another package's private ``_name`` module or helper.
+* no module imports another package's private ``_name`` module or helper;
+* only the TF-Agents trainer (``agents/tf_agents/``) imports TF-Agents (and TensorFlow
+  Probability): its package routes ``tf.keras`` to tf-keras first; elsewhere a function may
+  import them only after importing ``keras_relational.agents.tf_agents`` (the switch), so the
+  shared core and the compiled trainer have no import side effect;
+* no two modules import each other, directly or through others (no cycle, also through imports
+  inside functions).
 
 The checker itself is tested on small synthetic sources, so a violation cannot pass unseen.
 """
@@ -41,10 +47,12 @@ _FORBIDDEN = {
     "experiments": (),
 }
 # The tensor forms of the environments (`environments/**/tensor.py`, `environments/tensor_base.py`,
-# the on-device level generators `environments/**/tensor_levels.py`)
+# their helpers `environments/tensor_ops.py`, the on-device level generators
+# `environments/tensor_random.py` and `environments/**/tensor_levels.py`)
 # are written with keras.ops (any backend) and may import Keras, nothing else of the stack; they are
 # loaded lazily, so importing keras_relational.environments still loads no Keras.
-_TENSOR_MODULE = re.compile(rf"^{_ROOT}\.environments\.(\w+\.)*tensor(_base|_levels)?$")
+_TENSOR_MODULE = re.compile(
+    rf"^{_ROOT}\.environments\.(\w+\.)*tensor(_base|_levels|_ops|_random)?$")
 
 
 def forbidden_prefixes(module):
@@ -150,6 +158,7 @@ def violations(module, source, is_package=False, packages=None):
         if imported.startswith(_ROOT) and _is_private_of_another_package(module, imported,
                                                                           packages):
             found.append(f"{module}:{line}: imports another package's private {imported}")
+    found += _tf_agents_violations(module, tree, is_package)
     if area == "agents":
         names = _aliases(module, tree, is_package)
         layer_classes = set()
@@ -171,6 +180,97 @@ def violations(module, source, is_package=False, packages=None):
                         changed = True
                         break
     return found
+
+
+_TF_AGENTS_PACKAGE = f"{_ROOT}.agents.tf_agents"
+_NEEDS_LEGACY_KERAS = ("tf_agents", "tensorflow_probability")
+
+
+def _is_under(name, prefix):
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _tf_agents_violations(module, tree, is_package):
+    """TF-Agents imported outside agents/tf_agents without the tf-keras switch before it."""
+    if _is_under(module, _TF_AGENTS_PACKAGE):
+        return []
+    found = []
+
+    def check(body, switched):  # statements in order; `switched` once the package is imported
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                for line, imported in _imports(module, node, is_package):
+                    if _is_under(imported, _TF_AGENTS_PACKAGE):
+                        switched = True
+                    elif not switched and any(_is_under(imported, name)
+                                              for name in _NEEDS_LEGACY_KERAS):
+                        found.append(f"{module}:{line}: imports {imported} outside "
+                                     f"{_TF_AGENTS_PACKAGE} without importing that package first")
+                continue
+            blocks = [getattr(node, field, []) for field in ("body", "orelse", "finalbody")]
+            blocks += [handler.body for handler in getattr(node, "handlers", [])]
+            for block in blocks:  # a function, class or compound statement
+                check(block, switched)
+
+    check(tree.body, False)
+    return sorted(set(found))
+
+
+def import_cycles(graph):
+    """The strongly connected components (more than one module) of ``{module: imported}``."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def import_graph(modules):
+    """``{module: package modules it imports}`` (imports inside functions too) of
+    ``[(module, source, is_package)]``; a name resolves to the longest module it names."""
+    names = {module for module, _, _ in modules}
+
+    def resolve(name):
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, source, is_package in modules:
+        tree = ast.parse(source)
+        edges = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                edges.update(resolve(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = _from_base(node, module, is_package)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    edges.add(full if full in names else resolve(base))
+        graph[module] = edges - {None, module}
+    return graph
 
 
 def _package_dirs():
@@ -209,6 +309,29 @@ def test_the_package_keeps_its_layers():
         with open(path) as f:
             found += violations(module, f.read(), is_package)
     assert not found, "\n".join(found)
+
+
+def test_no_import_cycles():
+    modules = []
+    for module, path, is_package in source_modules():
+        with open(path) as f:
+            modules.append((module, f.read(), is_package))
+    cycles = import_cycles(import_graph(modules))
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_checker_finds_a_cycle_through_a_function_import():
+    modules = [
+        ("keras_relational.environments.tensor_base",
+         "def f():\n    from .tensor_levels import seed_state\n", False),
+        ("keras_relational.environments.tensor_levels", "from .tensor_base import row_select\n",
+         False),
+        ("keras_relational.environments.tensor_ops", "import numpy\n", False),
+    ]
+    assert import_cycles(import_graph(modules)) == [[
+        "keras_relational.environments.tensor_base",
+        "keras_relational.environments.tensor_levels"]]
+    assert import_cycles(import_graph(modules[1:])) == []
 
 
 def test_importing_the_environments_loads_no_tensorflow_or_keras():
@@ -283,6 +406,14 @@ def test_importing_the_environments_loads_no_tensorflow_or_keras():
      "private keras_relational.layers._utils"),
     ("keras_relational.experiments.x", "from keras_relational.agents.queue import _plain\n",
      "private keras_relational.agents.queue._plain"),
+    ("keras_relational.agents.compiled.loop", "from tf_agents.specs import tensor_spec\n",
+     "imports tf_agents.specs outside keras_relational.agents.tf_agents"),
+    ("keras_relational.agents.play", "def f():\n    import tensorflow_probability\n",
+     "imports tensorflow_probability outside"),
+    ("keras_relational.agents.sc2.net", "import tf_agents\n"
+     "import keras_relational.agents.tf_agents\n", "imports tf_agents outside"),
+    ("keras_relational.experiments.x", "def f():\n    if True:\n"
+     "        from tf_agents import networks\n", "imports tf_agents outside"),
 ])
 def test_the_checker_reports_a_violation(module, source, expected):
     found = violations(module, source)
@@ -296,9 +427,12 @@ def test_the_checker_reports_a_violation(module, source, expected):
      "from keras_relational.layers import _utils\nfrom . import _utils as u\n"),
     ("keras_relational.models.torso", "import keras\n"
      "from keras_relational.layers.spatial_entities import SpatialEntities\n"),
-    ("keras_relational.agents.net", "from tf_agents.networks import network\nimport keras\n"
+    ("keras_relational.agents.play", "def f():\n    import keras_relational.agents.tf_agents\n"
+     "    import tensorflow_probability\n"),
+    ("keras_relational.agents.tf_agents.net",
+     "from tf_agents.networks import network\nimport keras\n"
      "class Bridge(network.Network):\n    pass\nclass Log(keras.callbacks.Callback):\n    pass\n"
-     "from keras_relational.agents import _legacy_keras\n"
+     "from keras_relational.agents.tf_agents import _legacy_keras\n"
      "from keras_relational.agents.queue import _plain\n"
      "from keras_relational.environments import boxworld\n"),
     ("keras_relational.environments.boxworld.tensor", "import keras\nfrom keras import ops\n"),

@@ -29,11 +29,11 @@ def _tiny_policy_export(root):
     from tf_agents.specs import tensor_spec
     from tf_agents.train.utils import train_utils
 
-    from keras_relational.agents import export, learning
-    from keras_relational.agents.boxworld_environment import make_boxworld_environment
     from keras_relational.agents.config import TrainConfig
-    from keras_relational.agents.keras3_network import Keras3Network
     from keras_relational.agents.networks import agent_model_fn
+    from keras_relational.agents.tf_agents import export, learning
+    from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+    from keras_relational.agents.tf_agents.keras3_network import Keras3Network
     from keras_relational.environments import BoxWorldConfig
 
     config = TrainConfig(environment=BoxWorldConfig(goal_length=1, num_distractors=0,

@@ -4,11 +4,12 @@ Environment steps (the tensor BoxWorlds of ``keras_relational.environments``), a
 learning in one compiled function per update, under any Keras backend that compiles whole
 functions: ``jax.jit`` with ``lax.scan`` under JAX, ``tf.function(jit_compile=True)`` under
 TensorFlow (the Podracer "Anakin" layout; Hessel et al. 2021). It needs neither TensorFlow nor
-TF-Agents under JAX. Laid out like acme's IMPALA agent, one concern a module:
+TF-Agents under JAX, and importing it has no side effect. It builds on the shared core
+(``keras_relational.agents``: config, presets, networks, V-trace, optimizers, curves). Laid out
+like acme's IMPALA agent, one concern a module:
 
-* ``config``: :class:`CompiledConfig`, the TF-Agents trainer's ``TrainConfig`` plus the
-  level-bank size.
-* ``vtrace``: V-trace in ``keras.ops`` (Espeholt et al. 2018).
+* ``config``: :class:`CompiledConfig`, the core's ``TrainConfig`` plus the level-bank size,
+  learner minibatches and devices.
 * ``backend``: compiling a function and taking gradients, the two backend-specific parts.
 * ``acting``: the network's forward pass and actions sampled with ``keras.random``.
 * ``learning``: the V-trace loss and a step of a Keras optimizer's stateless API.

@@ -7,7 +7,7 @@ position, the frames counted). It is written to a temporary file and renamed, so
 any moment (``kill -9``) leaves the previous checkpoint or the new one, never half of one;
 resuming from it continues exactly as the uninterrupted run would have (same levels, same seeds).
 An unreadable newest checkpoint (a disk fault) is skipped with a warning, as the TF-Agents
-trainer's are (``keras_relational.agents.checkpoints``).
+trainer's are (``keras_relational.agents.tf_agents.checkpoints``).
 
 :func:`write` and :func:`read_newest` are the file format alone (named NumPy arrays and a JSON
 ``meta`` in one ``.npz``, in any directory); ``train_sc2``'s checkpoints use them too

@@ -1,12 +1,13 @@
 """Learning: the V-trace actor-critic loss and one optimiser step, through Keras' stateless API.
 
-The loss is the TF-Agents agent's (:class:`keras_relational.agents.vtrace_agent.VTraceAgent`),
-summed over time and batch as in IMPALA (Espeholt et al. 2018, Sec. 4.2)::
+The loss is the TF-Agents agent's
+(:class:`keras_relational.agents.tf_agents.vtrace_agent.VTraceAgent`), summed over time and batch as
+in IMPALA (Espeholt et al. 2018, Sec. 4.2)::
 
     -sum rho_s A_s log pi(a_s|x_s) + baseline_cost * 0.5 sum (v_s - V(x_s))^2
     - entropy_cost * sum H(pi(.|x_s))
 
-with ``v_s`` and ``A_s`` from :func:`~keras_relational.agents.compiled.vtrace.vtrace_returns`;
+with ``v_s`` and ``A_s`` from :func:`~keras_relational.agents.vtrace.vtrace_returns`;
 a transition out of a LAST step (into the next episode) is masked out, and a truncated episode
 (discount 1 at the step limit) bootstraps from the value of its last observation. The gradients
 are clipped to a global norm and applied with ``optimizer.stateless_apply`` (under TensorFlow
@@ -18,7 +19,7 @@ import collections
 import keras
 
 from keras_relational.agents.compiled import acting, backend
-from keras_relational.agents.compiled.vtrace import vtrace_returns
+from keras_relational.agents.vtrace import vtrace_returns
 
 # dm_env.StepType.LAST (the environments' step types are dm_env's).
 LAST = 2
@@ -50,26 +51,6 @@ LossTerms = collections.namedtuple("LossTerms", [
     "loss", "policy_gradient_loss", "value_loss", "entropy", "value_error", "value_mean",
     "reward_sum", "reward_max", "transitions"])
 LossTerms.__doc__ = """The loss of one unroll, its terms and diagnostics (see :class:`LossInfo`)."""
-
-
-def make_optimizer(name, learning_rate, dtype_policy="float32"):
-    """A Keras 3 optimizer: ``"rmsprop"`` as IMPALA / Zambaldi et al. / Clift et al. (decay 0.99,
-    momentum 0, epsilon 0.1; Zambaldi et al. 2019, App. B) or ``"adam"`` (Keras' defaults).
-
-    Under ``dtype_policy="mixed_float16"`` it is wrapped in Keras' dynamic
-    ``LossScaleOptimizer`` (float16 gradients underflow without loss scaling; Micikevicius et
-    al. 2018, Sec. 3.2); :class:`VTraceLearner` scales the loss by its current scale.
-    """
-    if name == "rmsprop":
-        optimizer = keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99,
-                                             momentum=0.0, epsilon=0.1)
-    elif name == "adam":
-        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    else:
-        raise ValueError(f"`optimizer` must be 'rmsprop' or 'adam', received {name!r}.")
-    if dtype_policy == "mixed_float16":
-        return keras.optimizers.LossScaleOptimizer(optimizer)
-    return optimizer
 
 
 def log_softmax_and_entropy(logits):

@@ -6,20 +6,15 @@ environment's ``level_source`` says which generator draws the banks (the device 
 same distribution in ``keras.ops``). The compiled update reads levels from a bank, a pytree of
 arrays passed as an argument. Bank ``k`` of a run is drawn with the seed ``(seed, k)``, so a run's
 levels depend on its seed only, and the position ``(bank index, levels used)`` is all a checkpoint
-needs to carry on with the same levels after a restart.
+needs to carry on with the same levels after a restart. The NumPy banks come from the
+environments' one prefetcher (:class:`keras_relational.environments.level_banks.BankStream`).
 """
 
-import concurrent.futures
-
 import keras
-import numpy as np
 
 from keras_relational.agents.compiled import backend
-
-
-def bank_seed(seed, index):
-    """The generator seed of bank ``index`` of a run seeded ``seed``."""
-    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
+from keras_relational.environments.level_banks import bank_seed
+from keras_relational.environments.tensor_random import seed_state
 
 
 class LevelBanks:
@@ -45,34 +40,22 @@ class LevelBanks:
         self._seed = seed
         self.bank_index = bank_index
         self.levels_used = levels_used
-        self._sample = None
+        self._sample = self._stream = None
         if environment.level_source == "device":  # compiled once; drawn when needed
             self._sample = backend.compile_function(
                 lambda seed: environment.sample_levels(seed, levels_per_bank), donate_state=False)
-        self._executor = concurrent.futures.ThreadPoolExecutor(1, "level_banks")
-        self.bank = self._to_device(self._draw(bank_index))
-        self._next = self._submit(bank_index + 1)
+        else:  # the NumPy generator draws the next bank in a host thread
+            self._stream = environment.bank_stream(levels_per_bank, seed, prefetch=1,
+                                                   start=bank_index)
+        self.bank = self._to_device(self._draw())
 
-    def _submit(self, index):
-        if self._sample is not None:  # the device draws the bank when it is needed
-            future = concurrent.futures.Future()
-            future.set_result(index)
-            return future
-        return self._executor.submit(self._draw, index)
-
-    def _draw(self, index):
-        seed = bank_seed(self._seed, index)
-        if self._sample is None:
-            return self._environment.level_bank(self._levels_per_bank, seed)
-        from keras_relational.environments.tensor_levels import seed_state
-
-        bank, info, _ = self._sample(seed_state(seed))
+    def _draw(self):
+        """Bank ``bank_index``: the stream's next, or drawn by the device now."""
+        if self._stream is not None:
+            return next(self._stream)
+        bank, info, _ = self._sample(seed_state(bank_seed(self._seed, self.bank_index)))
         self._environment.check_sample(info)
         return bank
-
-    def _result(self):
-        result = self._next.result()
-        return self._draw(result) if self._sample is not None else result
 
     @staticmethod
     def _to_device(bank):
@@ -81,10 +64,9 @@ class LevelBanks:
     def for_update(self):
         """The bank the next update reads (the next bank once this one could run out)."""
         if self.levels_used + self._max_levels_per_update > self._levels_per_bank:
-            self.bank = self._to_device(self._result())
             self.bank_index += 1
             self.levels_used = 0
-            self._next = self._submit(self.bank_index + 1)
+            self.bank = self._to_device(self._draw())
         return self.bank
 
     def record(self, levels_started):
@@ -98,4 +80,5 @@ class LevelBanks:
 
     def close(self):
         """Stops the background thread (after the bank it is drawing)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._stream is not None:
+            self._stream.close()

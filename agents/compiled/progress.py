@@ -1,9 +1,9 @@
 """Progress of a compiled run: the TF-Agents trainer's progress line, TensorBoard, a history.
 
 The line is :func:`keras_relational.progress_bar.training_line`, as for
-:class:`keras_relational.agents.progress.Progress`, so logs and ``result.json`` histories of both
-trainers read alike. In the compiled loop environment steps, acting and learning run inside one
-compiled call and cannot be timed apart: ``learning_seconds`` is the time in that call and
+:class:`keras_relational.agents.tf_agents.progress.Progress`, so logs and ``result.json`` histories
+of both trainers read alike. In the compiled loop environment steps, acting and learning run inside
+one compiled call and cannot be timed apart: ``learning_seconds`` is the time in that call and
 ``acting_seconds`` the host's time around it (level banks, bookkeeping);
 ``benchmarks/compiled_vs_tf_agents.py`` measures the acting share of the compiled call itself.
 The line's loss is the mean over the updates since the previous line (one update's summed
@@ -98,8 +98,8 @@ class Progress:
         frames = int(step * frames_per_step)
         self._episodes_total += self._episodes
         # TF-Agents' collect metrics under root_dir/collect, as the TF-Agents trainer writes
-        # them (agents/progress.py), less Metrics/AverageEpisodeLength: the compiled update
-        # does not count episode lengths. Averages only where an episode finished.
+        # them (agents/tf_agents/progress.py), less Metrics/AverageEpisodeLength: the compiled
+        # update does not count episode lengths. Averages only where an episode finished.
         collect = {"Metrics/NumberOfEpisodes": self._episodes_total,
                    "Metrics/EnvironmentSteps": frames,
                    "Metrics/EnvironmentStepsPerSecond": fps}

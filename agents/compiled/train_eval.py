@@ -5,9 +5,9 @@
 ``TensorBridgeBoxWorld``) step, act and learn in one compiled function per update
 (:class:`~keras_relational.agents.compiled.loop.CompiledLoop`) under the Keras backend, JAX or
 TensorFlow; it needs neither TensorFlow nor TF-Agents under JAX. Its outputs are those of
-:func:`keras_relational.agents.train_eval.train_eval`: the same progress lines, TensorBoard
-scalars under ``root_dir/train``, ``root_dir/collect`` and ``root_dir/eval``, checkpoints
-under ``root_dir/train/checkpoints`` and the learning curve ``root_dir/curves.jsonl``
+:func:`keras_relational.agents.tf_agents.train_eval.train_eval`: the same progress lines,
+TensorBoard scalars under ``root_dir/train``, ``root_dir/collect`` and ``root_dir/eval``,
+checkpoints under ``root_dir/train/checkpoints`` and the learning curve ``root_dir/curves.jsonl``
 (:mod:`~keras_relational.agents.curves`; re-running with the same ``root_dir`` resumes, also after
 ``kill -9``, exactly where the uninterrupted run would be), evaluation on fresh levels, the Keras
 model (``keras_model.keras``, and ``keras_model/`` via ``model.export`` where TensorFlow is
@@ -24,13 +24,11 @@ from keras_relational import json_files, run_settings, validation, whole_files, 
 from keras_relational.agents import config as config_lib
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop
 from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.compiled.learning import make_optimizer
 from keras_relational.agents.compiled.progress import Progress
 from keras_relational.agents.config import preset_environment, updated_config
 from keras_relational.agents.curves import CurveFile
+from keras_relational.agents.optimizers import make_optimizer
 from keras_relational.progress_bar import ProgressBar
-
-EVAL_SEED_OFFSET = 10_000  # evaluation levels and sampling: seed + this (as train_eval's)
 
 
 def tensor_environment(environment, level_source="numpy"):
@@ -64,7 +62,7 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
                 **hyperparameters):
     """A :class:`CompiledConfig` from ``config`` (a ``TrainConfig`` or ``CompiledConfig``; None:
     the defaults) updated by ``hyperparameters``; ``env_name`` / ``env_kwargs`` /
-    ``eval_env_kwargs`` as in ``keras_relational.agents.train_eval.make_config``."""
+    ``eval_env_kwargs`` as in ``keras_relational.agents.tf_agents.train_eval.make_config``."""
     config = CompiledConfig.from_train_config(config) if config is not None \
         and not isinstance(config, CompiledConfig) else (config or CompiledConfig())
     return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
@@ -79,8 +77,8 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld with the compiled loop, evaluates it and exports it.
 
-    Arguments as :func:`keras_relational.agents.train_eval.train_eval` (``config`` may be a
-    ``TrainConfig``, turned into a :class:`CompiledConfig`). Returns the same dict (also written
+    Arguments as :func:`keras_relational.agents.tf_agents.train_eval.train_eval` (``config`` may be
+    a ``TrainConfig``, turned into a :class:`CompiledConfig`). Returns the same dict (also written
     to ``root_dir/result.json``), with ``policies_dir`` None and ``trainer``/``backend`` added.
     With ``print_fn=print`` a live progress bar (updates, frames, frames/s, ETA) is drawn below
     the lines when standard output is a terminal.
@@ -122,7 +120,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
 
     eval_writer = without_tensorflow.ScalarWriter(os.path.join(root_dir, "eval"))
     evaluators = {}  # name -> Evaluator (compiled once per run)
-    eval_seed = validation.offset_seed("seed", config.seed, EVAL_SEED_OFFSET)
+    eval_seed = validation.offset_seed("seed", config.seed, config_lib.EVAL_SEED_OFFSET)
 
     def run_eval(step, name="eval", eval_environment=config.evaluation_environment):
         if name not in evaluators:

@@ -10,10 +10,11 @@ or through TF-Agents' V-trace agent:
 * ``acting``: :class:`SC2Actor`, two-stage sampling (function id, then its arguments) on ``B``
   environments;
 * ``policy``: the greedy policy as one Keras model and its SavedModel export;
-* ``network``, ``tf_agents_policy``, ``tf_agents_agent``: the TF-Agents route
-  (``--trainer=tf_agents``): :class:`SC2Network` (the recurrent TF-Agents network),
-  :class:`SC2Policy` (two-stage sampling), the V-trace agent with the composite target and
-  :class:`TFAgentsSC2Trainer` (a ``PyDriver`` and ``agent.train``);
+* the TF-Agents route (``--trainer=tf_agents``) lives with the TF-Agents trainer:
+  ``keras_relational.agents.tf_agents.sc2_network`` (:class:`SC2Network`, the recurrent TF-Agents
+  network), ``sc2_policy`` (:class:`SC2Policy`, two-stage sampling) and ``sc2_agent`` (the V-trace
+  agent with the composite target and :class:`TFAgentsSC2Trainer`, a ``PyDriver`` and
+  ``agent.train``);
 * ``checkpointing``: ``root_dir/checkpoints`` (weights, optimizer, update count, sampling state,
   episode returns and, on pysc2's mock, the environments' state) and the resume from them;
 * ``train_eval``: the loop that puts them together (the ``train_sc2`` binary).

@@ -22,7 +22,7 @@ from keras_relational.environments.sc2.maps import MINI_GAMES
 # How the learner's update runs (SC2VTraceLearner's compile_mode).
 COMPILE_MODES = ("xla", "graph", "eager")
 # Which V-trace learner trains: the keras.ops one (agents.sc2.learning) or TF-Agents' agent
-# (agents.sc2.tf_agents_agent).
+# (agents.tf_agents.sc2_agent).
 TRAINERS = ("compiled", "tf_agents")
 # The fields a resumed run may change: how long it runs, how often it reports and checkpoints,
 # how its update is compiled. A checkpoint of other values of any other field is refused.

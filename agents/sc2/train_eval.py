@@ -6,8 +6,8 @@
 :class:`~keras_relational.agents.sc2.learning.SC2VTraceLearner` on their unrolls (Zambaldi et al.
 2019, App. B-C; one process, synchronous: the actor acts with the learner's latest weights).
 With ``config.trainer="tf_agents"`` a TF-Agents ``PyDriver`` steps them with the
-:class:`~keras_relational.agents.sc2.tf_agents_policy.SC2Policy` and TF-Agents' V-trace agent
-learns (:class:`~keras_relational.agents.sc2.tf_agents_agent.TFAgentsSC2Trainer`).
+:class:`~keras_relational.agents.tf_agents.sc2_policy.SC2Policy` and TF-Agents' V-trace agent
+learns (:class:`~keras_relational.agents.tf_agents.sc2_agent.TFAgentsSC2Trainer`).
 
 Every ``config.checkpoint_interval`` updates, and after the last one, it writes a checkpoint
 under ``root_dir/checkpoints`` (:mod:`~keras_relational.agents.sc2.checkpointing`: weights,
@@ -212,7 +212,7 @@ def _compiled_trainer(config, environments, model_fn, argument_names, argument_m
 
 
 def _tf_agents_trainer(config, environments, model_fn, argument_names, argument_mask):
-    from keras_relational.agents.sc2.tf_agents_agent import TFAgentsSC2Trainer
+    from keras_relational.agents.tf_agents.sc2_agent import TFAgentsSC2Trainer
 
     return TFAgentsSC2Trainer(
         environments, model_fn, argument_names, argument_mask, config.unroll_length,

@@ -7,8 +7,9 @@
 * :class:`UnrollActor` is one actor's loop: a batched environment stepped with that policy, the
   steps cut into ``[B, T+1]`` unrolls by an :class:`UnrollQueue` exactly as TF-Agents' driver
   feeds it in the in-process actor (``trajectory.from_transition`` steps, consecutive unrolls
-  sharing one step, auto-reset). The Ray actors (:mod:`keras_relational.agents.ray_actors`) run
-  one each; the in-process actor is TF-Agents' own ``tf_agents.train.Actor``
+  sharing one step, auto-reset). The Ray actors
+  (:mod:`keras_relational.agents.tf_agents.ray_actors`) run one each; the in-process actor is
+  TF-Agents' own ``tf_agents.train.Actor``
   (:func:`in_process_actor`) over the same policy.
 """
 
@@ -19,7 +20,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.train import actor
 from tf_agents.trajectories import policy_step, trajectory
 
-from keras_relational.agents.unroll_queue import UnrollQueue
+from keras_relational.agents.tf_agents.unroll_queue import UnrollQueue
 
 
 class ActorCriticPolicy(tf_policy.TFPolicy):
@@ -108,7 +109,7 @@ def in_process_actor(env, policy, train_step, unrolls, summary_dir, summary_inte
     Each ``run()`` steps ``B * T`` environment steps; the :class:`UnrollQueue` observer cuts
     them into unrolls. ``summary_dir`` (None: none) gets the summaries of the actor's
     ``metrics`` (default: none; ``train_eval`` writes the collect metrics itself, from the
-    episodes of either kind of actor, see :mod:`keras_relational.agents.progress`).
+    episodes of either kind of actor, see :mod:`keras_relational.agents.tf_agents.progress`).
     """
     py_policy = py_tf_eager_policy.PyTFEagerPolicy(policy, use_tf_function=True)
     return ResumableActor(env, py_policy, train_step,
@@ -122,7 +123,7 @@ class ResumableActor(actor.Actor):
 
     Between two ``run()`` calls the actor holds the last time step and policy state, from which
     the next ``run()`` continues; :meth:`get_state` / :meth:`set_state` (NumPy nests) carry them
-    across the pieces of a resumed run (:mod:`keras_relational.agents.actor_state`).
+    across the pieces of a resumed run (:mod:`keras_relational.agents.tf_agents.actor_state`).
     """
 
     def get_state(self):

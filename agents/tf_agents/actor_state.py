@@ -6,8 +6,8 @@ variables: the batched NumPy environments (every slot's level-generator ``Random
 buffer, the levels in flight, the agents' positions, held keys and step counters, the running
 returns), the actor's last time step, the steps the :class:`UnrollQueue` holds toward the next
 unroll and any unroll queued for the learner, the stateless sampler's counter
-(:class:`~keras_relational.agents.acting.ActorCriticPolicy` ``sampling_seed``), and the episodes
-finished since the last progress line (the next line's solve rate counts them). They go to
+(:class:`~keras_relational.agents.tf_agents.acting.ActorCriticPolicy` ``sampling_seed``), and the
+episodes finished since the last progress line (the next line's solve rate counts them). They go to
 ``ckpt-<step>.actor.pkl`` beside the checkpoint (a pickle: NumPy arrays and the environment
 object), written to a temporary file and renamed *before* TensorFlow writes ``ckpt-<step>``, so a
 process killed at any moment never leaves a checkpoint without its actor state.
@@ -26,7 +26,7 @@ import pickle
 
 import numpy as np
 
-from keras_relational.agents import checkpoints
+from keras_relational.agents.tf_agents import checkpoints
 
 SUFFIX = checkpoints.ACTOR_SUFFIX
 FORMAT = 1  # bump when the saved fields change
@@ -76,7 +76,7 @@ class ActorState:
 
     def attach(self, env, actor, unrolls, policy):
         """``env``: the :class:`BatchedBoxWorldEnvironment` the actor steps; ``actor``: the
-        :class:`~keras_relational.agents.acting.ResumableActor`; ``unrolls``: the
+        :class:`~keras_relational.agents.tf_agents.acting.ResumableActor`; ``unrolls``: the
         :class:`UnrollQueue`; ``policy``: the actor's :class:`ActorCriticPolicy` (with
         ``sampling_seed``)."""
         self._env, self._actor, self._unrolls, self._policy = env, actor, unrolls, policy

@@ -2,7 +2,7 @@
 
 ``make_atari_environment`` steps ``num_envs`` games together (TF-Agents'
 ``BatchedPyEnvironment`` over ``DmControlWrapper``-converted dm_env games), the batched interface
-of the actors in :mod:`keras_relational.agents.acting`; the network is e.g.
+of the actors in :mod:`keras_relational.agents.tf_agents.acting`; the network is e.g.
 ``keras_relational.models.atari_agents.atari_predinet_agent(recurrent=False)`` in a
 ``Keras3Network`` (the V-trace learner here is feed-forward; the paper's agents carry an LSTM).
 """

@@ -25,7 +25,7 @@ from keras_relational import faults
 _CHECKPOINT = re.compile(r"^ckpt-(\d+)\.index$")
 # The train-step counter every training checkpoint holds (common.Checkpointer(train_step=...)).
 _TRAIN_STEP_KEY = "train_step/.ATTRIBUTES/VARIABLE_VALUE"
-# The actor's half of a checkpoint, beside it (keras_relational.agents.actor_state).
+# The actor's half of a checkpoint, beside it (keras_relational.agents.tf_agents.actor_state).
 ACTOR_SUFFIX = ".actor.pkl"
 
 

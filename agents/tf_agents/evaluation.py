@@ -5,7 +5,7 @@ import tensorflow as tf
 from tf_agents.drivers import py_driver
 from tf_agents.policies import py_tf_eager_policy
 
-from keras_relational.agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
 
 
 def solve_rate(episodes):

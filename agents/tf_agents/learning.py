@@ -1,8 +1,8 @@
 """Learning: the agent a config asks for (V-trace or PPO), its optimiser, and its Learner.
 
 The V-trace loss is :mod:`keras_relational.agents.vtrace` and the agent
-:class:`keras_relational.agents.vtrace_agent.VTraceAgent`; PPO is TF-Agents' own
-(:mod:`keras_relational.agents.ppo`). The learner is TF-Agents' ``Learner`` reading
+:class:`keras_relational.agents.tf_agents.vtrace_agent.VTraceAgent`; PPO is TF-Agents' own
+(:mod:`keras_relational.agents.tf_agents.ppo`). The learner is TF-Agents' ``Learner`` reading
 ``[B, T+1]`` unrolls from an :class:`UnrollQueue`; it never knows where they came from (the
 in-process actor or the Ray fleet).
 """
@@ -13,28 +13,10 @@ import os
 import tensorflow as tf
 from tf_agents.train import interval_trigger, learner, triggers
 
-from keras_relational.agents import checkpoints
-from keras_relational.agents.config import OPTIMIZERS
-from keras_relational.agents.ppo import make_ppo_agent
-from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
-
-
-def make_optimizer(name, learning_rate, dtype_policy="float32"):
-    """``"rmsprop"``: the papers' RMSProp (:func:`impala_rmsprop`); ``"adam"``: tf-keras Adam.
-
-    Under ``dtype_policy="mixed_float16"`` it is wrapped in tf-keras' dynamic
-    ``LossScaleOptimizer`` (float16 gradients underflow without loss scaling; Micikevicius et
-    al. 2018, Sec. 3.2), which :class:`VTraceAgent` scales the loss with.
-    """
-    if name == "rmsprop":
-        optimizer = impala_rmsprop(learning_rate)
-    elif name == "adam":
-        optimizer = tf.keras.optimizers.Adam(learning_rate)
-    else:
-        raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}, received {name!r}.")
-    if dtype_policy == "mixed_float16":
-        return tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
-    return optimizer
+from keras_relational.agents.optimizers import make_optimizer
+from keras_relational.agents.tf_agents import checkpoints
+from keras_relational.agents.tf_agents.ppo import make_ppo_agent
+from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
 
 def make_agent(config, time_step_spec, action_spec, network, model_fn, train_step):
@@ -50,7 +32,8 @@ def make_agent(config, time_step_spec, action_spec, network, model_fn, train_ste
     if config.algorithm == "vtrace":
         agent = VTraceAgent(
             time_step_spec, action_spec, network,
-            make_optimizer(config.optimizer_name(), config.learning_rate, config.dtype_policy),
+            make_optimizer(config.optimizer_name(), config.learning_rate, config.dtype_policy,
+                           keras_module=tf.keras),
             discount=config.discount, entropy_cost=config.entropy_cost,
             baseline_cost=config.baseline_cost, gradient_clip_norm=config.gradient_clip_norm,
             reward_scale=config.reward_scale, lambda_=config.vtrace_lambda,
@@ -75,7 +58,7 @@ class GuardedLearner(learner.Learner):
     export): a NaN loss raises :class:`NonFiniteLossError` between the two, so the last
     checkpoint on disk stays the last good state. The interval checkpoints pass through the
     ``checkpoint_write`` fault point (:mod:`keras_relational.faults`); with ``actor_state`` (an
-    :class:`~keras_relational.agents.actor_state.ActorState`) each one is preceded by the
+    :class:`~keras_relational.agents.tf_agents.actor_state.ActorState`) each one is preceded by the
     actor's state of the same step.
     """
 

@@ -4,7 +4,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 from tf_agents.agents.ppo import ppo_clip_agent
 
-from keras_relational.agents.keras3_network import Keras3Network
+from keras_relational.agents.tf_agents.keras3_network import Keras3Network
 
 
 def make_ppo_agent(time_step_spec, action_spec, model_fn, learning_rate, discount, entropy_cost,

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from keras_relational.agents.evaluation import solve_rate
+from keras_relational.agents.tf_agents.evaluation import solve_rate
 from keras_relational.progress_bar import ProgressBar, frames_text, training_line
 
 # The tags TF-Agents' Actor writes for its collect metrics (tf_agents.train.actor).

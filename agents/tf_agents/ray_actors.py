@@ -80,7 +80,7 @@ class BoxWorldActor:
 
     Runs as a Ray actor (``ray.remote(BoxWorldActor)``, see :class:`RayActorFleet`) but is a plain
     class, usable in-process too. It acts exactly as the in-process actor does: through
-    :class:`keras_relational.agents.acting.UnrollActor` (the V-trace collect policy,
+    :class:`keras_relational.agents.tf_agents.acting.UnrollActor` (the V-trace collect policy,
     ``Categorical(logits)`` of the local network, the logits recorded as
     ``policy_info["logits"]`` for V-trace), sampling with its own seed.
 
@@ -113,9 +113,9 @@ class BoxWorldActor:
         import tensorflow as tf
         from tf_agents.specs import tensor_spec
 
-        from keras_relational.agents.acting import UnrollActor
-        from keras_relational.agents.boxworld_environment import make_boxworld_environment
-        from keras_relational.agents.keras3_network import Keras3Network
+        from keras_relational.agents.tf_agents.acting import UnrollActor
+        from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+        from keras_relational.agents.tf_agents.keras3_network import Keras3Network
 
         if num_threads:
             # Before any op runs in this process; ignored (with an error) afterwards.
@@ -320,7 +320,7 @@ class RayActorFleet:
         self._submit(index)
         if not self._checked:
             if self._data_spec is not None:
-                from keras_relational.agents.unroll_queue import check_unroll
+                from keras_relational.agents.tf_agents.unroll_queue import check_unroll
 
                 check_unroll(output.unroll, self._data_spec, self._shape, "A Ray actor's unroll")
             self._checked = True

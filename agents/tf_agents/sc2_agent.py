@@ -1,11 +1,11 @@
 """The SC2 agent through TF-Agents: the V-trace agent with the composite action distribution.
 
 The TF-Agents route of ``train_sc2 --trainer=tf_agents``: the Box-World agents'
-:class:`~keras_relational.agents.vtrace_agent.VTraceAgent` (its loss and its V-trace,
+:class:`~keras_relational.agents.tf_agents.vtrace_agent.VTraceAgent` (its loss and its V-trace,
 :func:`keras_relational.agents.vtrace.vtrace_returns`) with the composite target of
 :func:`composite_target` in place of its one categorical, over an
-:class:`~keras_relational.agents.sc2.network.SC2Network` (the ConvLSTM state as network state),
-acting with :class:`~keras_relational.agents.sc2.tf_agents_policy.SC2Policy` (two-stage
+:class:`~keras_relational.agents.tf_agents.sc2_network.SC2Network` (the ConvLSTM state as network
+state), acting with :class:`~keras_relational.agents.tf_agents.sc2_policy.SC2Policy` (two-stage
 sampling). :class:`TFAgentsSC2Trainer` steps the adapters with TF-Agents' ``PyDriver`` and
 trains on ``[B, T+1]`` unrolls (IMPALA's, Espeholt et al. 2018; Zambaldi et al. 2019, App. B).
 Its :meth:`~TFAgentsSC2Trainer.get_state` is the acting half of a ``train_sc2`` checkpoint (the
@@ -29,11 +29,11 @@ from keras_relational.agents.sc2.acting import (
     restore_environments,
 )
 from keras_relational.agents.sc2.learning import LossInfo, score_actions
-from keras_relational.agents.sc2.network import SC2Network
 from keras_relational.agents.sc2.policy import ARGUMENTS
-from keras_relational.agents.sc2.tf_agents_policy import SC2Policy
-from keras_relational.agents.unroll_queue import UnrollQueue
-from keras_relational.agents.vtrace_agent import VTraceAgent
+from keras_relational.agents.tf_agents.sc2_network import SC2Network
+from keras_relational.agents.tf_agents.sc2_policy import SC2Policy
+from keras_relational.agents.tf_agents.unroll_queue import UnrollQueue
+from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
 
 def composite_target(network, trajectory, argument_mask):

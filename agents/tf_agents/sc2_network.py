@@ -2,8 +2,8 @@
 
 :class:`SC2Network` bridges the Keras 3 model of
 :func:`keras_relational.models.sc2_agent.sc2_agent` into TF-Agents as
-:class:`~keras_relational.agents.keras3_network.Keras3Network` does for the Box-World agents
-(the model's variables visible to TF-Agents, a model builder for copies), with the ConvLSTM
+:class:`~keras_relational.agents.tf_agents.keras3_network.Keras3Network` does for the Box-World
+agents (the model's variables visible to TF-Agents, a model builder for copies), with the ConvLSTM
 state ``(h, c)`` as the network state: one call is one step ``[B, ...]`` (acting) or a
 trajectory ``[B, T, ...]`` (training), unrolled over time from the state it is given and reset
 to zeros at every episode start (Zambaldi et al. 2019, App. C).
@@ -15,8 +15,8 @@ import tensorflow as tf
 from tf_agents.networks import utils
 from tf_agents.utils import nest_utils
 
-from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.sc2.learning import replay
+from keras_relational.agents.tf_agents.keras3_network import Keras3Network
 
 
 def _swap_outer(x):

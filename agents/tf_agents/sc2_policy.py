@@ -1,7 +1,7 @@
 """The SC2 agent's TF-Agents policy: two-stage sampling of composite actions.
 
-:class:`SC2Policy` acts with an :class:`~keras_relational.agents.sc2.network.SC2Network` on the
-adapter's dict action spec (``function`` and one integer per argument type): the function id
+:class:`SC2Policy` acts with an :class:`~keras_relational.agents.tf_agents.sc2_network.SC2Network`
+on the adapter's dict action spec (``function`` and one integer per argument type): the function id
 from the trunk's logits, masked by the available actions, then every argument from the argument
 heads given that id (Zambaldi et al. 2019, App. C; Vinyals et al. 2017, Sec. 4.1). Its
 ``policy_info`` records what V-trace needs: the behaviour policy's composite log-probability
@@ -31,7 +31,7 @@ class SC2Policy(tf_policy.TFPolicy):
     Args:
         time_step_spec, action_spec: TensorFlow specs of the adapter (``action_spec`` a dict:
             ``function`` and the argument names of the model's heads).
-        network: an :class:`~keras_relational.agents.sc2.network.SC2Network`.
+        network: an :class:`~keras_relational.agents.tf_agents.sc2_network.SC2Network`.
         argument_mask: ``[num_functions, num_argument_types]`` 0/1, which function takes which
             argument (``SC2Environment.argument_mask()``).
         argument_names: the column order of ``argument_mask`` (the adapter's, pysc2's:

@@ -18,7 +18,7 @@ Needs the TensorFlow Keras backend (the default).
 Example::
 
     from keras_relational import environments
-    from keras_relational.agents.tensor_environment import TensorBoxWorldEnvironment
+    from keras_relational.agents.tf_agents.tensor_environment import TensorBoxWorldEnvironment
 
     env = TensorBoxWorldEnvironment(environments.BoxWorldConfig(goal_length=1), num_envs=8)
     time_step = env.reset()                     # observation: uint8 [8, 14, 14, 3]
@@ -34,8 +34,8 @@ from tf_agents.trajectories import time_step as ts
 from tf_agents.trajectories import trajectory
 
 from keras_relational import environments
-from keras_relational.agents.boxworld_environment import EpisodeResult
 from keras_relational.agents.config import environment_name
+from keras_relational.agents.tf_agents.boxworld_environment import EpisodeResult
 from keras_relational.validation import check_positive_int
 
 TENSOR_ENVIRONMENTS = {"original": "TensorBoxWorld", "bridge": "TensorBridgeBoxWorld"}

@@ -3,12 +3,12 @@
 ``train_eval(root_dir, config)`` is the library behind ``python -m
 keras_relational.experiments.train_boxworld``: actors (TF-Agents' in-process ``Actor``, or a
 fleet of Ray actors) step batched NumPy BoxWorlds with the collect policy
-(:mod:`~keras_relational.agents.acting`), an :class:`UnrollQueue` cuts their experience into
-``[B, T+1]`` unrolls, and a ``tf_agents.train.Learner`` trains the agent on them
-(:mod:`~keras_relational.agents.learning`; XLA-compiled loss and gradients), writes TensorBoard
-summaries and checkpoints under ``root_dir/train``, and saves policies with ``PolicySaver`` under
-``root_dir/policies``. Re-running with the same ``root_dir`` resumes from the last checkpoint (the
-train-step counter continues). The hyperparameters and their defaults are
+(:mod:`~keras_relational.agents.tf_agents.acting`), an :class:`UnrollQueue` cuts their experience
+into ``[B, T+1]`` unrolls, and a ``tf_agents.train.Learner`` trains the agent on them
+(:mod:`~keras_relational.agents.tf_agents.learning`; XLA-compiled loss and gradients), writes
+TensorBoard summaries and checkpoints under ``root_dir/train``, and saves policies with
+``PolicySaver`` under ``root_dir/policies``. Re-running with the same ``root_dir`` resumes from the
+last checkpoint (the train-step counter continues). The hyperparameters and their defaults are
 :class:`~keras_relational.agents.config.TrainConfig`.
 """
 
@@ -21,19 +21,10 @@ from tf_agents.train import interval_trigger, learner
 from tf_agents.train.utils import train_utils
 
 from keras_relational import json_files, run_settings, validation
-from keras_relational.agents import (
-    acting,
-    actor_state,
-    checkpoints,
-    evaluation,
-    export,
-    learning,
-    tensor_environment,
-)
-from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.config import (
     AGENTS,  # noqa: F401  (re-exported: the names train_eval's callers know)
     ALGORITHMS,  # noqa: F401
+    EVAL_SEED_OFFSET,
     OPTIMIZERS,  # noqa: F401
     RESUME_FLAG_NAMES,
     RESUME_FREE,
@@ -43,10 +34,20 @@ from keras_relational.agents.config import (
     updated_config,
 )
 from keras_relational.agents.curves import CurveFile
-from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.networks import agent_model_fn
-from keras_relational.agents.progress import Progress
-from keras_relational.agents.unroll_queue import UnrollQueue
+from keras_relational.agents.tf_agents import (
+    acting,
+    actor_state,
+    checkpoints,
+    evaluation,
+    export,
+    learning,
+    tensor_environment,
+)
+from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+from keras_relational.agents.tf_agents.progress import Progress
+from keras_relational.agents.tf_agents.unroll_queue import UnrollQueue
 from keras_relational.progress_bar import ProgressBar
 
 
@@ -128,7 +129,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     # Collect metrics (Progress) and the Ray fleet's policy lag; TF-Agents' Actor writes none.
     collect_summary_dir = os.path.join(root_dir, "collect")
     if config.num_ray_actors:  # IMPALA-style: remote actors feed `unrolls`, one unroll per run()
-        from keras_relational.agents import ray_actors
+        from keras_relational.agents.tf_agents import ray_actors
 
         collect_actor = ray_actors.RayActorFleet(
             config.num_ray_actors, unrolls, network.keras_model, train_step, model_fn,
@@ -170,18 +171,18 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
              f"envs x {config.unroll_length} steps per update, {config.num_iterations} updates")
     report = evaluation.EvalSummaries(os.path.join(root_dir, "eval"), print_fn)
 
+    eval_seed = validation.offset_seed("seed", config.seed, EVAL_SEED_OFFSET)
     eval_policy = tf_agent.collect_policy
     if config.algorithm == "vtrace":  # sampling from the seed: the result depends on the weights
         eval_policy = acting.ActorCriticPolicy(time_step_spec, action_spec, network,
-                                               sampling_seed=validation.offset_seed(
-                                                   "seed", config.seed, 10_000))
+                                               sampling_seed=eval_seed)
 
     def run_eval(name="eval", environment=config.evaluation_environment):
         if config.algorithm == "vtrace":  # every evaluation samples from the same seeds
             eval_policy.sample_count.assign(0)
         episodes = evaluation.evaluate(eval_policy, environment,
                                        config.eval_episodes,
-                                       validation.offset_seed("seed", config.seed, 10_000),
+                                       eval_seed,
                                        num_envs=config.eval_num_envs)
         return report(int(train_step.numpy()), name, episodes)
 

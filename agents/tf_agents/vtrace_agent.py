@@ -8,8 +8,8 @@ from tf_agents.agents import tf_agent
 from tf_agents.policies import greedy_policy
 from tf_agents.trajectories import time_step as ts
 
-from keras_relational.agents.acting import ActorCriticPolicy
 from keras_relational.agents.config import TrainConfig
+from keras_relational.agents.tf_agents.acting import ActorCriticPolicy
 from keras_relational.agents.vtrace import vtrace_returns
 
 VTraceLossInfo = collections.namedtuple(
@@ -32,12 +32,6 @@ def categorical_target(network, trajectory):
     return target.log_prob(actions), behaviour.log_prob(actions), target.entropy(), values
 
 
-def impala_rmsprop(learning_rate):
-    """RMSProp as IMPALA / Zambaldi et al. / Clift et al.: decay 0.99, momentum 0, epsilon 0.1."""
-    return tf.keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, momentum=0.0,
-                                       epsilon=0.1)
-
-
 class VTraceAgent(tf_agent.TFAgent):
     """Off-policy actor-critic with V-trace targets (Espeholt et al. 2018), as a ``TFAgent``.
 
@@ -46,7 +40,7 @@ class VTraceAgent(tf_agent.TFAgent):
     policy's distribution is a hook, ``target_fn``: by default one ``Categorical`` over scalar
     actions (:func:`categorical_target`, :class:`ActorCriticPolicy`); another action
     distribution brings its own ``target_fn`` and policies (the StarCraft II agent's composite
-    one: :mod:`keras_relational.agents.sc2.tf_agents_agent`). The loss, summed over time and
+    one: :mod:`keras_relational.agents.tf_agents.sc2_agent`). The loss, summed over time and
     batch as in IMPALA, is
 
     ``-sum rho_s A_s log pi(a_s|x_s) + baseline_cost * 0.5 sum (v_s - V(x_s))^2
@@ -62,7 +56,8 @@ class VTraceAgent(tf_agent.TFAgent):
         network: a TF-Agents network returning ``((logits, value), state)``, e.g.
             :class:`Keras3Network` around a model from ``keras_relational.models`` (or what
             ``target_fn`` reads).
-        optimizer: a tf-keras optimizer; :func:`impala_rmsprop` gives the papers' settings. A
+        optimizer: a tf-keras optimizer; ``make_optimizer("rmsprop", lr, keras_module=tf.keras)``
+            (:mod:`keras_relational.agents.optimizers`) gives the papers' settings. A
             ``tf.keras.mixed_precision.LossScaleOptimizer`` (for float16 networks) scales the
             loss and unscales the gradients before they are clipped.
         discount, entropy_cost, baseline_cost, gradient_clip_norm: gamma, the entropy weight,

@@ -20,8 +20,8 @@ from keras import ops
 
 from keras_relational.validation import invalid_value
 
-from ..tensor_base import expand_as
-from ..tensor_levels import TensorDraws, choice, failures, permutation, randint, until_accepted
+from ..tensor_ops import expand_as
+from ..tensor_random import TensorDraws, choice, failures, permutation, randint, until_accepted
 from .config import GEM, KEY0, MAX_LEVEL_ATTEMPTS, MAX_PLACEMENT_FAILURES
 from .generator import _room_geometry
 

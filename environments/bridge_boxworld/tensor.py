@@ -30,7 +30,8 @@ from keras import ops
 
 from keras_relational.validation import invalid_value
 
-from ..tensor_base import TensorLevelEnvironment, gather_cells, row_select, set_cells
+from ..tensor_base import TensorLevelEnvironment
+from ..tensor_ops import gather_cells, row_select, set_cells
 from .config import (
     CHANNEL_FLOOR,
     CHANNEL_GEM,

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from ..tensor_levels import TensorDraws, choice, permutation, randint
+from ..tensor_random import TensorDraws, choice, permutation, randint
 from .config import EMPTY, GEM
 
 

@@ -30,11 +30,11 @@ def test_vtrace_smoke_run_with_the_predinet_torso(tmp_path):
     from tf_agents.specs import tensor_spec
     from tf_agents.train.utils import train_utils
 
-    from keras_relational.agents import acting, learning
-    from keras_relational.agents.atari_environment import make_atari_environment
     from keras_relational.agents.config import TrainConfig
-    from keras_relational.agents.keras3_network import Keras3Network
-    from keras_relational.agents.unroll_queue import UnrollQueue
+    from keras_relational.agents.tf_agents import acting, learning
+    from keras_relational.agents.tf_agents.atari_environment import make_atari_environment
+    from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+    from keras_relational.agents.tf_agents.unroll_queue import UnrollQueue
     from keras_relational.models import atari_agents
 
     env = make_atari_environment("pong", num_envs=2, seed=0)

@@ -21,13 +21,12 @@ from keras_relational import without_tensorflow
 from keras_relational.agents.compiled import checkpointing, levels, loop
 from keras_relational.agents.compiled import train_eval as compiled_train_eval
 from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.compiled.learning import make_optimizer
-from keras_relational.agents.compiled.vtrace import vtrace_returns
 from keras_relational.agents.config import TrainConfig
 from keras_relational.agents.networks import agent_model_fn
+from keras_relational.agents.optimizers import make_optimizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_vtrace import _random_case, vtrace_reference  # noqa: E402  (the NumPy reference)
+from test_vtrace import _random_case  # noqa: E402  (the NumPy reference)
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LEVELS = dict(goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot")
@@ -41,24 +40,6 @@ def _vtrace_case(seed):
     case["mask"] = (np.random.RandomState(seed + 100).uniform(size=case["rewards"].shape)
                     > 0.2).astype("float32")
     return case
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_vtrace_matches_numpy_reference(seed):
-    case = _vtrace_case(seed)
-    vs, advantages = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"],
-                                    case["values"], case["bootstrap"], mask=case["mask"])
-    expected_vs, expected_advantages = vtrace_reference(**case)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(vs), expected_vs, atol=1e-5)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(advantages), expected_advantages,
-                               atol=1e-5)
-
-
-def test_vtrace_rejects_lambda_outside_unit_interval():
-    case = _random_case(0)
-    with pytest.raises(ValueError, match="lambda_"):
-        vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"], case["values"],
-                       case["bootstrap"], lambda_=1.5)
 
 
 def test_config_validation_and_trainer_flag():
@@ -85,9 +66,33 @@ def test_device_level_banks_are_drawn_by_seed_and_position():
     assert banks.position == dict(bank_index=1, levels_used=0)
     assert first.shape == second.shape == (8, environment.config.frame_size ** 2)
     assert not np.array_equal(first, second)
-    # Bank k depends on (seed, k) only: what a resumed run (bank_index=1) draws first.
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(banks._draw(1)["grid"]), second)
     banks.close()
+    # Bank k depends on (seed, k) only: what a resumed run (bank_index=1) draws first.
+    resumed = levels.LevelBanks(environment, 8, 4, seed=3, bank_index=1, levels_used=0)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(resumed.bank["grid"]), second)
+    resumed.close()
+
+
+def test_numpy_level_banks_come_from_the_one_prefetcher_by_seed_and_position():
+    from keras_relational.environments.level_banks import bank_seed
+
+    environment = compiled_train_eval.tensor_environment(
+        compiled_train_eval.make_config(env_kwargs=_LEVELS).environment, "numpy")
+    banks = levels.LevelBanks(environment, 8, 4, seed=3)
+    for index in (0, 1, 2):  # bank k: the NumPy generator seeded (seed, k), drawn ahead
+        if index:
+            banks.record(6)
+            banks.for_update()
+        assert banks.position == dict(bank_index=index, levels_used=0)
+        expected = environment.level_bank(8, bank_seed(3, index))
+        for key, value in expected.items():
+            np.testing.assert_array_equal(keras.ops.convert_to_numpy(banks.bank[key]), value)
+    banks.close()
+    resumed = levels.LevelBanks(environment, 8, 4, seed=3, bank_index=2, levels_used=5)
+    assert resumed.position == dict(bank_index=2, levels_used=5)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(resumed.bank["grid"]),
+                                  environment.level_bank(8, bank_seed(3, 2))["grid"])
+    resumed.close()
 
 
 def test_one_update_changes_every_weight_and_is_finite():
@@ -219,14 +224,12 @@ _JAX_SCRIPT = textwrap.dedent("""
                 raise ModuleNotFoundError(f"No module named {{name!r}}")
 
     sys.meta_path.insert(0, NoTensorFlow())
-    # test_vtrace imports the TF-Agents agent's (TensorFlow) V-trace next to its NumPy reference.
-    sys.modules["keras_relational.agents.vtrace"] = types.SimpleNamespace(vtrace_returns=None)
     sys.path.insert(0, {tests!r})
     import numpy as np
     import keras
     from test_vtrace import vtrace_reference
     from test_compiled_loop import _vtrace_case, _TINY
-    from keras_relational.agents.compiled.vtrace import vtrace_returns
+    from keras_relational.agents.vtrace import vtrace_returns
     from keras_relational.agents.compiled import train_eval
 
     case = _vtrace_case(0)
@@ -296,8 +299,8 @@ def test_learner_matches_the_tf_agents_agent_on_the_same_unroll():
     from tf_agents.trajectories import time_step as ts
     from tf_agents.trajectories import trajectory
 
-    from keras_relational.agents.keras3_network import Keras3Network
-    from keras_relational.agents.vtrace_agent import VTraceAgent
+    from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+    from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
     keras.utils.set_random_seed(0)
     config = compiled_train_eval.make_config(

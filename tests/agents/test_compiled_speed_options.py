@@ -19,8 +19,9 @@ import pytest
 from keras_relational.agents.compiled import loop, progress
 from keras_relational.agents.compiled import train_eval as compiled_train_eval
 from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.compiled.learning import Unroll, make_optimizer
+from keras_relational.agents.compiled.learning import Unroll
 from keras_relational.agents.networks import agent_model_fn
+from keras_relational.agents.optimizers import make_optimizer
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LEVELS = dict(goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot")
@@ -164,7 +165,7 @@ _DATA_PARALLEL = textwrap.dedent("""
     from test_compiled_speed_options import _LEVELS, _MODEL
     from keras_relational.agents.compiled import loop
     from keras_relational.agents.compiled import train_eval
-    from keras_relational.agents.compiled.learning import make_optimizer
+    from keras_relational.agents.optimizers import make_optimizer
     from keras_relational.agents.networks import agent_model_fn
 
     def run(num_devices, learner_minibatches):

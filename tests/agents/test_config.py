@@ -8,7 +8,7 @@ import pytest
 
 from keras_relational import environments
 from keras_relational.agents.config import TrainConfig, environment_config, preset_environment
-from keras_relational.agents.train_eval import make_config
+from keras_relational.agents.tf_agents.train_eval import make_config
 
 
 def test_test_presets_keep_the_training_observations_and_room():

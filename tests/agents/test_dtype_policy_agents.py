@@ -45,7 +45,7 @@ def test_network_computes_in_16_bits_with_float32_logits_and_value():
 
 @pytest.mark.slow  # a whole train_eval: actors, learner, policy export
 def test_tf_agents_vtrace_trains_under_mixed_bfloat16(tmp_path):
-    from keras_relational.agents.train_eval import train_eval
+    from keras_relational.agents.tf_agents.train_eval import train_eval
 
     root, lines = str(tmp_path), []
     result = train_eval(root, dtype_policy="mixed_bfloat16", print_fn=lines.append, **_TINY)
@@ -62,10 +62,10 @@ def test_tf_agents_vtrace_agent_scales_the_float16_loss():
     from tf_agents.specs import tensor_spec
     from tf_agents.trajectories import time_step as ts
 
-    from keras_relational.agents import learning
-    from keras_relational.agents.boxworld_environment import make_boxworld_environment
-    from keras_relational.agents.keras3_network import Keras3Network
-    from keras_relational.agents.vtrace_agent import VTraceAgent
+    from keras_relational.agents.optimizers import make_optimizer
+    from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+    from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+    from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
     env = make_boxworld_environment(num_envs=2, **_LEVELS)
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())
@@ -74,7 +74,7 @@ def test_tf_agents_vtrace_agent_scales_the_float16_loss():
                               dtype_policy="mixed_float16",
                               **_TINY["model_kwargs"])
     network = Keras3Network(time_step_spec.observation, model_fn)
-    optimizer = learning.make_optimizer("rmsprop", 1e-3, "mixed_float16")
+    optimizer = make_optimizer("rmsprop", 1e-3, "mixed_float16", keras_module=tf.keras)
     assert isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer)
     agent = VTraceAgent(time_step_spec, tensor_spec.from_spec(env.action_spec()), network,
                         optimizer, jit_compile=False)

@@ -4,10 +4,11 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import common
 
-from keras_relational.agents.boxworld_environment import make_boxworld_environment
-from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.networks import agent_model_fn
-from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
+from keras_relational.agents.optimizers import make_optimizer
+from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
 _SMALL = dict(key_dim=8, mlp_hidden_units=(16,), head_units=(16,))
 
@@ -41,7 +42,7 @@ def test_every_keras3_variable_is_trained_and_checkpointed(tmp_path):
     env = make_boxworld_environment(num_envs=4, goal_length=1, num_distractors=0)
     time_step_spec, action_spec = _specs(env)
     network = _network(env)
-    optimizer = impala_rmsprop(1e-2)
+    optimizer = make_optimizer("rmsprop", 1e-2, keras_module=tf.keras)
     assert type(optimizer).__module__.startswith("tf_keras."), type(optimizer).__module__
     agent = VTraceAgent(time_step_spec, action_spec, network, optimizer, jit_compile=False)
     keras_variables = network.keras_model.trainable_variables
@@ -87,10 +88,10 @@ def test_reward_scale_is_the_same_as_scaled_rewards():
     env = make_boxworld_environment(num_envs=4, goal_length=1, num_distractors=0)
     time_step_spec, action_spec = _specs(env)
     network = _network(env)
-    scaled = VTraceAgent(time_step_spec, action_spec, network, impala_rmsprop(1e-3),
-                         reward_scale=0.1, jit_compile=False)
-    plain = VTraceAgent(time_step_spec, action_spec, network, impala_rmsprop(1e-3),
-                        jit_compile=False)
+    rmsprop = lambda: make_optimizer("rmsprop", 1e-3, keras_module=tf.keras)  # noqa: E731
+    scaled = VTraceAgent(time_step_spec, action_spec, network, rmsprop(), reward_scale=0.1,
+                         jit_compile=False)
+    plain = VTraceAgent(time_step_spec, action_spec, network, rmsprop(), jit_compile=False)
     experience = _random_experience(scaled)
     loss = scaled.loss(experience)
     expected = plain.loss(experience._replace(reward=0.1 * experience.reward))
@@ -102,15 +103,21 @@ def test_reward_scale_is_the_same_as_scaled_rewards():
 
 
 def test_optimizer_choice_and_error():
+    import keras
     import pytest
 
-    from keras_relational.agents.learning import make_optimizer
-
-    assert type(make_optimizer("adam", 1e-3)).__name__ == "Adam"
-    rmsprop = make_optimizer("rmsprop", 1e-3)
-    assert (rmsprop.epsilon, rmsprop.rho) == (0.1, 0.99)
-    with pytest.raises(ValueError, match="`optimizer` must be one of .*received 'sgd'"):
-        make_optimizer("sgd", 1e-3)
+    # One definition of the papers' settings, built for tf-keras (TF-Agents) or Keras 3.
+    for keras_module in (tf.keras, keras):
+        adam = make_optimizer("adam", 1e-3, keras_module=keras_module)
+        assert isinstance(adam, keras_module.optimizers.Adam)
+        rmsprop = make_optimizer("rmsprop", 1e-3, keras_module=keras_module)
+        assert isinstance(rmsprop, keras_module.optimizers.RMSprop)
+        assert (rmsprop.epsilon, rmsprop.rho) == (0.1, 0.99)
+        scaled = make_optimizer("rmsprop", 1e-3, "mixed_float16", keras_module=keras_module)
+        assert isinstance(scaled, keras_module.mixed_precision.LossScaleOptimizer)
+        with pytest.raises(ValueError, match="`optimizer` must be one of .*received 'sgd'"):
+            make_optimizer("sgd", 1e-3, keras_module=keras_module)
+    assert type(make_optimizer("adam", 1e-3)).__module__.startswith("keras.")  # Keras 3 default
 
 
 def test_one_hot_observations_are_not_rescaled_like_pixels():
@@ -130,7 +137,7 @@ def test_one_hot_observations_are_not_rescaled_like_pixels():
 def test_xla_compiled_acting_policy_matches_the_exported_one():
     from tf_agents.trajectories import time_step as ts_lib
 
-    from keras_relational.agents.acting import ActorCriticPolicy
+    from keras_relational.agents.tf_agents.acting import ActorCriticPolicy
 
     env = make_boxworld_environment(num_envs=3, goal_length=1, num_distractors=0)
     time_step_spec, action_spec = _specs(env)

@@ -8,6 +8,7 @@ episodes crossing unroll boundaries. A uniform policy earns 0.25 on both.
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from tf_agents.environments import py_environment
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.specs import array_spec, tensor_spec
@@ -15,9 +16,10 @@ from tf_agents.train import actor, learner
 from tf_agents.train.utils import train_utils
 from tf_agents.trajectories import time_step as ts
 
-from keras_relational.agents.keras3_network import Keras3Network
-from keras_relational.agents.unroll_queue import UnrollQueue
-from keras_relational.agents.vtrace_agent import VTraceAgent, impala_rmsprop
+from keras_relational.agents.optimizers import make_optimizer
+from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+from keras_relational.agents.tf_agents.unroll_queue import UnrollQueue
+from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 
 NUM_CONTEXTS = 4
 
@@ -111,8 +113,8 @@ def _train(tmp_path, delay, updates, batch_size=16, unroll_length=5, learning_ra
     network = Keras3Network(time_step_spec.observation, _mlp)
     train_step = train_utils.create_train_step()
     agent = VTraceAgent(time_step_spec, tensor_spec.from_spec(env.action_spec()), network,
-                        impala_rmsprop(learning_rate), entropy_cost=0.001,
-                        train_step_counter=train_step)
+                        make_optimizer("rmsprop", learning_rate, keras_module=tf.keras),
+                        entropy_cost=0.001, train_step_counter=train_step)
     unrolls = UnrollQueue(agent.collect_data_spec, batch_size, unroll_length)
     agent_learner = learner.Learner(str(tmp_path), train_step, agent,
                                     experience_dataset_fn=unrolls.as_dataset,

@@ -107,8 +107,8 @@ def test_the_metrics_of_an_update_hold_the_clipped_norm_and_finite_weights():
     config = compiled_train_eval.make_config(num_iterations=1, gradient_clip_norm=1e-3, **{
         k: v for k, v in _TINY.items() if k != "env_kwargs"}, env_kwargs=_LEVELS)
     from keras_relational.agents.compiled import levels
-    from keras_relational.agents.compiled.learning import make_optimizer
     from keras_relational.agents.networks import agent_model_fn
+    from keras_relational.agents.optimizers import make_optimizer
 
     environment = compiled_train_eval.tensor_environment(config.environment)
     spec = environment.observation_spec()

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from keras_relational.agents import curves, presets
-from keras_relational.agents.train_eval import train_eval
+from keras_relational.agents.tf_agents.train_eval import train_eval
 
 # Tiny sizes over every preset (the preset's levels, agent, optimizer and observations stay).
 _TINY = dict(num_envs=2, unroll_length=3, num_iterations=1, eval_episodes=1, eval_num_envs=1,

@@ -17,13 +17,13 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import policy_step, trajectory
 from tf_agents.trajectories import time_step as ts
 
-from keras_relational.agents import ray_actors
-from keras_relational.agents.acting import ActorCriticPolicy
-from keras_relational.agents.boxworld_environment import make_boxworld_environment
-from keras_relational.agents.keras3_network import Keras3Network
 from keras_relational.agents.networks import agent_model_fn
-from keras_relational.agents.train_eval import train_eval
-from keras_relational.agents.unroll_queue import UnrollQueue
+from keras_relational.agents.tf_agents import ray_actors
+from keras_relational.agents.tf_agents.acting import ActorCriticPolicy
+from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.tf_agents.keras3_network import Keras3Network
+from keras_relational.agents.tf_agents.train_eval import train_eval
+from keras_relational.agents.tf_agents.unroll_queue import UnrollQueue
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # max_steps=4: episodes are cut every few steps, so unrolls of 5 steps cross episode boundaries.
@@ -294,7 +294,7 @@ def test_importing_the_agents_does_not_import_ray():
     code = textwrap.dedent("""
         import sys
         import keras_relational.agents
-        import keras_relational.agents.train_eval
+        import keras_relational.agents.tf_agents.train_eval
         assert "ray" not in sys.modules, "importing keras_relational.agents imported ray"
         print("ok")
     """)

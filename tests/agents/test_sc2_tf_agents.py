@@ -22,11 +22,11 @@ from tf_agents.trajectories import trajectory
 from keras_relational.agents.sc2 import train_eval as sc2_train_eval
 from keras_relational.agents.sc2.acting import SC2Actor
 from keras_relational.agents.sc2.learning import SC2VTraceLearner, as_tensors
-from keras_relational.agents.sc2.network import SC2Network
 from keras_relational.agents.sc2.policy import ARGUMENTS
-from keras_relational.agents.sc2.tf_agents_agent import sc2_vtrace_agent
-from keras_relational.agents.sc2.tf_agents_policy import SC2Policy
-from keras_relational.agents.vtrace_agent import VTraceAgent
+from keras_relational.agents.tf_agents.sc2_agent import sc2_vtrace_agent
+from keras_relational.agents.tf_agents.sc2_network import SC2Network
+from keras_relational.agents.tf_agents.sc2_policy import SC2Policy
+from keras_relational.agents.tf_agents.vtrace_agent import VTraceAgent
 from keras_relational.models.sc2_agent import sc2_agent
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -6,10 +6,10 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
 from keras_relational import environments
-from keras_relational.agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.config import TrainConfig
-from keras_relational.agents.tensor_environment import TensorBoxWorldEnvironment
-from keras_relational.agents.train_eval import train_eval
+from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
+from keras_relational.agents.tf_agents.tensor_environment import TensorBoxWorldEnvironment
+from keras_relational.agents.tf_agents.train_eval import train_eval
 
 
 def test_tf_environment_specs_steps_and_episode_records():

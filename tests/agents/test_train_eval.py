@@ -11,7 +11,7 @@ import time
 import pytest
 import tensorboard_tags
 
-from keras_relational.agents.train_eval import train_eval
+from keras_relational.agents.tf_agents.train_eval import train_eval
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TINY = dict(env_kwargs=dict(goal_length=1, num_distractors=0), num_envs=4, unroll_length=5,
@@ -101,7 +101,7 @@ def _train_command(root, num_iterations):
     # SavedModels in either process (the smoke test runs both; test_train_eval_faults.py resumes
     # with the trigger); what is tested is the kill and the resume.
     return [sys.executable, "-c", textwrap.dedent(f"""
-        from keras_relational.agents.train_eval import train_eval
+        from keras_relational.agents.tf_agents.train_eval import train_eval
         train_eval({root!r}, num_iterations={num_iterations}, checkpoint_interval=2,
                    eval_episodes=0, policy_save_interval=0, jit_compile=False,
                    actor_jit_compile=False, **{_TINY!r})

@@ -17,9 +17,9 @@ import textwrap
 
 import pytest
 
-from keras_relational.agents import checkpoints
-from keras_relational.agents.learning import NonFiniteLossError
-from keras_relational.agents.train_eval import train_eval
+from keras_relational.agents.tf_agents import checkpoints
+from keras_relational.agents.tf_agents.learning import NonFiniteLossError
+from keras_relational.agents.tf_agents.train_eval import train_eval
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TINY = dict(env_kwargs=dict(goal_length=1, num_distractors=0), num_envs=4, unroll_length=5,
@@ -35,7 +35,7 @@ def _steps(root):
 
 def _killed_run(root, num_iterations, kill_at):
     code = textwrap.dedent(f"""
-        from keras_relational.agents.train_eval import train_eval
+        from keras_relational.agents.tf_agents.train_eval import train_eval
         train_eval({root!r}, num_iterations={num_iterations}, **{_TINY!r})
     """)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)

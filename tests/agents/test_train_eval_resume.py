@@ -1,8 +1,8 @@
 """A TF-Agents run cut into pieces continues bit-identically: same weights, curve and results.
 
 The actor's state travels through each checkpoint's ``ckpt-<step>.actor.pkl``
-(keras_relational.agents.actor_state). Two cuts: an iteration limit (the final checkpoint of a
-piece, as ``--max_seconds`` writes it) and a run killed after an interval checkpoint written
+(keras_relational.agents.tf_agents.actor_state). Two cuts: an iteration limit (the final checkpoint
+of a piece, as ``--max_seconds`` writes it) and a run killed after an interval checkpoint written
 inside the learner, between two progress lines.
 """
 
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_relational.agents import actor_state, checkpoints, curves
-from keras_relational.agents.train_eval import make_config, train_eval
+from keras_relational.agents import curves
+from keras_relational.agents.tf_agents import actor_state, checkpoints
+from keras_relational.agents.tf_agents.train_eval import make_config, train_eval
 
 _TINY = dict(env_kwargs=dict(goal_length=1, num_distractors=0, room_size=5, max_steps=7,
                              observation_type="one_hot"),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_relational.agents.unroll_queue import check_unroll
+from keras_relational.agents.tf_agents.unroll_queue import check_unroll
 
 _SPEC = {"observation": tf.TensorSpec([3], tf.uint8), "reward": tf.TensorSpec([], tf.float32)}
 

@@ -44,8 +44,8 @@ def test_matches_explicit_sum(seed):
     vs, adv = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"],
                              case["values"], case["bootstrap"])
     expected_vs, expected_adv = vtrace_reference(**case)
-    np.testing.assert_allclose(vs.numpy(), expected_vs, atol=1e-5)
-    np.testing.assert_allclose(adv.numpy(), expected_adv, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(vs), expected_vs, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(adv), expected_adv, atol=1e-5)
 
 
 def test_hand_computed_case():
@@ -59,8 +59,8 @@ def test_hand_computed_case():
     # delta_0 = 1 * (1 + 0.5*1 - 0) = 1.5 ; v_0 = 0 + 1.5 + 0.5*1*(2.5 - 1) = 2.25
     # A_0 = 1 * (1 + 0.5*2.5 - 0) = 2.25 ; A_1 = 0.5 * (2 + 0.5*4 - 1) = 1.5
     vs, adv = vtrace_returns(log_rhos, discounts, rewards, values, bootstrap)
-    np.testing.assert_allclose(vs.numpy(), [[2.25], [2.5]], atol=1e-6)
-    np.testing.assert_allclose(adv.numpy(), [[2.25], [1.5]], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(vs), [[2.25], [2.5]], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(adv), [[2.25], [1.5]], atol=1e-6)
 
 
 def test_on_policy_reduces_to_n_step_returns():
@@ -73,7 +73,7 @@ def test_on_policy_reduces_to_n_step_returns():
     for t in reversed(range(len(returns))):
         acc = case["rewards"][t] + case["discounts"][t] * acc
         returns[t] = acc
-    np.testing.assert_allclose(vs.numpy(), returns, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(vs), returns, atol=1e-5)
 
 
 @pytest.mark.parametrize("lambda_", [0.0, 0.5, 0.95])
@@ -90,17 +90,29 @@ def test_on_policy_lambda_gives_td_lambda_returns(lambda_):
         acc = case["rewards"][t] + case["discounts"][t] * (
             (1 - lambda_) * next_values[t] + lambda_ * acc)
         returns[t] = acc
-    np.testing.assert_allclose(vs.numpy(), returns, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(vs), returns, atol=1e-5)
     if lambda_ == 0.0:  # one-step TD targets and advantages
         np.testing.assert_allclose(
-            vs.numpy(), case["rewards"] + case["discounts"] * next_values, atol=1e-5)
+            np.asarray(vs), case["rewards"] + case["discounts"] * next_values, atol=1e-5)
 
 
 def test_lambda_out_of_range_is_a_clear_error():
     case = _random_case(0)
-    with pytest.raises(ValueError, match="`lambda_` must be in \\[0, 1\\], received 1.5"):
+    with pytest.raises(ValueError, match=r"`lambda_`: expected a float in \[0, 1\], received 1.5"):
         vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"], case["values"],
                        case["bootstrap"], lambda_=1.5)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_matches_explicit_sum_with_a_random_mask(seed):
+    case = _random_case(seed)
+    case["mask"] = (np.random.RandomState(seed + 100).uniform(size=case["rewards"].shape)
+                    > 0.2).astype("float32")
+    vs, adv = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"],
+                             case["values"], case["bootstrap"], mask=case["mask"])
+    expected_vs, expected_adv = vtrace_reference(**case)
+    np.testing.assert_allclose(np.asarray(vs), expected_vs, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(adv), expected_adv, atol=1e-5)
 
 
 def test_mask_stops_flow_across_boundaries():
@@ -110,5 +122,5 @@ def test_mask_stops_flow_across_boundaries():
     vs, _ = vtrace_returns(case["log_rhos"], case["discounts"], case["rewards"], case["values"],
                            case["bootstrap"], mask=mask)
     expected_vs, _ = vtrace_reference(**case, mask=mask)
-    np.testing.assert_allclose(vs.numpy(), expected_vs, atol=1e-5)
-    np.testing.assert_allclose(vs.numpy()[2], case["values"][2], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(vs), expected_vs, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(vs)[2], case["values"][2], atol=1e-6)

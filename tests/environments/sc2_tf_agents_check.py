@@ -13,7 +13,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_relational.agents.sc2.tf_agents_agent import TFAgentsSC2Trainer  # noqa: E402
+from keras_relational.agents.tf_agents.sc2_agent import TFAgentsSC2Trainer  # noqa: E402
 from keras_relational.environments.sc2 import SC2Environment  # noqa: E402
 from keras_relational.models.sc2_agent import sc2_agent  # noqa: E402
 

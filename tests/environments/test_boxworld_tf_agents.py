@@ -11,7 +11,7 @@ import tensorflow as tf
 from tf_agents.environments import batched_py_environment, tf_py_environment, utils
 from tf_agents.environments.dm_control_wrapper import DmControlWrapper
 
-from keras_relational.agents.boxworld_environment import BatchedBoxWorldEnvironment
+from keras_relational.agents.tf_agents.boxworld_environment import BatchedBoxWorldEnvironment
 from keras_relational.environments import (
     BatchedBoxWorld,
     BatchedBridgeBoxWorld,

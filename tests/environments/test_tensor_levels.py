@@ -30,7 +30,7 @@ from keras_relational.environments import (
 from keras_relational.environments.boxworld import GEM_CONTENT, Box, BoxWorldLevel, Key
 from keras_relational.environments.boxworld.tensor_levels import BoxWorldLevelSampler
 from keras_relational.environments.bridge_boxworld import BridgeLevel
-from keras_relational.environments.tensor_levels import seed_state
+from keras_relational.environments.tensor_random import seed_state
 
 COUNT = 3000
 
