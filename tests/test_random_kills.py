@@ -139,6 +139,16 @@ def test_run_piece_kills_after_the_drawn_number_of_events(tmp_path):
         assert len(f.read().split()) < 399  # stopped early
 
 
+def test_a_kill_drawn_past_the_end_of_a_run_draws_the_next_within_its_events(tmp_path):
+    """A calibration with more events than the machine now tells apart: the first run finishes
+    before its kill, the next kill is drawn within the events that run made, and lands."""
+    root = str(tmp_path / "run")
+    report = random_kills.soak([sys.executable, "-c", _WRITER, root], root, kills=2, seed=0,
+                               calibration=(100_000, None), log=lambda line: None)
+    assert report["failures"] == [] and report["final_returncode"] == 0, report
+    assert len(report["kills"]) == 1, report
+
+
 def test_fault_soak_merges_the_binaries_soaked_now_into_the_results_file(tmp_path, monkeypatch,
                                                                          capsys):
     """A soak of some binaries keeps the other rows of its results file (a file written before
