@@ -323,7 +323,7 @@ def flag_fields():
 RESUME_FREE = ("num_iterations", "max_seconds", "log_interval", "checkpoint_interval",
                "policy_save_interval", "eval_interval", "eval_episodes", "eval_num_envs",
                "test_presets", "num_ray_actors", "ray_address", "weight_sync_interval",
-               "jit_compile", "actor_jit_compile")
+               "jit_compile", "actor_jit_compile", "updates_per_call")
 RESUME_OPTIMIZER = ("learning_rate", "gradient_clip_norm")
 RESUME_FLAG_NAMES = {"head_units": "head_width"}  # train_boxworld's flag -> the network's argument
 

@@ -36,6 +36,11 @@ class CompiledConfig(TrainConfig):
         "environments act per unroll while the learner batch stays a setting (IMPALA's; "
         "V-trace corrects the later minibatches' policy lag). 1: one step on the whole unroll. "
         "Must divide num_envs.")
+    updates_per_call: int = _field(
+        1, "Updates each compiled call runs, one after the other on the device (a scan over "
+        "updates), their scalars read by the host in one transfer: fewer host round trips and "
+        "dispatches per update. 1: one update a call. num_iterations, checkpoint_interval and "
+        "eval_interval must be multiples of it.")
     num_devices: int | None = _field(
         None, "Local devices the update runs on, data-parallel (JAX only): the environments "
         "split across them, the weights replicated, the gradients summed. None: every device "
@@ -47,13 +52,15 @@ class CompiledConfig(TrainConfig):
             raise ValueError(f"CompiledConfig expects `trainer` to be 'compiled', received "
                              f"trainer={self.trainer!r}.")
         super().__post_init__()
+        validation.check_positive_int("CompiledConfig", "updates_per_call",
+                                      self.updates_per_call)
         validation.check_positive_int("CompiledConfig", "level_bank_size", self.level_bank_size,
                                       allow_none=True)
-        if self.level_bank_size is not None and self.level_bank_size < self.max_levels_per_update:
+        if self.level_bank_size is not None and self.level_bank_size < self.max_levels_per_call:
             raise ValueError(
-                f"CompiledConfig expects `level_bank_size` >= {self.max_levels_per_update} (the "
-                f"most levels one update can start: num_envs * (unroll_length // 2 + 1)), "
-                f"received level_bank_size={self.level_bank_size}.")
+                f"CompiledConfig expects `level_bank_size` >= {self.max_levels_per_call} (the "
+                f"most levels one compiled call can start: num_envs * (unroll_length // 2 + 1) "
+                f"* updates_per_call), received level_bank_size={self.level_bank_size}.")
         validation.check_positive_int("CompiledConfig", "learner_minibatches",
                                       self.learner_minibatches)
         if self.num_envs % self.learner_minibatches:
@@ -61,6 +68,14 @@ class CompiledConfig(TrainConfig):
                 f"CompiledConfig expects `learner_minibatches` (--learner_minibatches) to divide "
                 f"`num_envs` ({self.num_envs}), received "
                 f"learner_minibatches={self.learner_minibatches}.")
+        # Checkpoints and evaluations read the state, which the host has between calls only.
+        for name in ("num_iterations", "checkpoint_interval", "eval_interval"):
+            if getattr(self, name) % self.updates_per_call:
+                raise ValueError(
+                    f"CompiledConfig expects `{name}` (--{name}) to be a multiple of "
+                    f"`updates_per_call` (--updates_per_call={self.updates_per_call}): the "
+                    f"host sees the state between calls only, received {name}="
+                    f"{getattr(self, name)}.")
         validation.check_positive_int("CompiledConfig", "num_devices", self.num_devices,
                                       allow_none=True)
         if self.num_devices is not None and (self.num_envs // self.learner_minibatches) \
@@ -91,6 +106,12 @@ class CompiledConfig(TrainConfig):
         return self.num_envs * (self.unroll_length // 2 + 1)
 
     @property
+    def max_levels_per_call(self):
+        """The most episodes one compiled call (``updates_per_call`` updates, one bank) can
+        start."""
+        return self.max_levels_per_update * self.updates_per_call
+
+    @property
     def levels_per_bank(self):
-        """``level_bank_size``, or enough levels for 8 updates."""
-        return self.level_bank_size or 8 * self.max_levels_per_update
+        """``level_bank_size``, or enough levels for 8 calls."""
+        return self.level_bank_size or 8 * self.max_levels_per_call

@@ -26,7 +26,7 @@ class LevelBanks:
     Args:
         environment: a tensor BoxWorld (``level_bank(num_levels, seed)``).
         levels_per_bank: levels per bank.
-        max_levels_per_update: the most levels one update can start.
+        max_levels_per_update: the most levels one compiled call (its updates) can start.
         seed: the run's seed.
         bank_index, levels_used: where to start (a checkpoint's :attr:`position`); a fresh run
             starts bank 0 with the levels its ``reset`` takes.

@@ -78,7 +78,8 @@ class CompiledLoop:
                 f"learner_minibatches={config.learner_minibatches}.")
         self._compiled_update = None  # set by `compile`
         self._bank = (None, None)  # the last bank and its copy on the devices
-        self._update = backend.compile_function(self._update_fn)
+        self._update = backend.compile_function(
+            self._update_fn if config.updates_per_call == 1 else self._updates_fn)
         self._collect = backend.compile_function(self._collect_fn)
 
     def initial_state(self, bank):
@@ -112,7 +113,11 @@ class CompiledLoop:
         return state, time.perf_counter() - start
 
     def update(self, state, bank):
-        """One compiled update: ``(state, Metrics)``. Use the returned state only."""
+        """One compiled call: ``(state, Metrics)``. Use the returned state only.
+
+        With ``updates_per_call = K > 1`` the call runs K updates on ``bank`` and every field of
+        the Metrics is ``[K]``, one row per update.
+        """
         if bank is not self._bank[0]:  # a new bank: copied to every device once
             self._bank = (bank, self.data_parallel.replicate(bank))
         update = self._compiled_update or self._update
@@ -213,6 +218,13 @@ class CompiledLoop:
         state = dict(state, trainable=params[0], non_trainable=params[1],
                      optimizer=optimizer_variables)
         return self.data_parallel.constrain(state), Metrics(*info, *episodes)
+
+    def _updates_fn(self, state, bank):
+        # K updates in one call: a scan over updates, their metrics stacked [K] (one transfer).
+        def one(state, _):
+            return self._update_fn(state, bank)
+
+        return backend.scan(one, state, self.config.updates_per_call)
 
     def _collect_fn(self, state, bank):
         state, _, episodes = self._unroll(state, bank)

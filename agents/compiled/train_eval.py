@@ -91,7 +91,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     environment, model, compiled = build_loop(config)
     optimizer = compiled.optimizer
 
-    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
+    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_call,
                               config.seed)
     state = compiled.initial_state(banks.bank)
     banks.record(config.num_envs)  # reset started levels 0..num_envs-1
@@ -106,8 +106,13 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                 if variable.path.endswith("learning_rate") else value
                 for variable, value in zip(optimizer.variables, state["optimizer"], strict=True)]
         banks.close()
+        if start_step % config.updates_per_call:
+            raise ValueError(
+                f"`updates_per_call` (--updates_per_call={config.updates_per_call}) must divide "
+                f"the step the run in {root_dir} resumes from, received train step "
+                f"{start_step}.")
         banks = levels.LevelBanks(environment, config.levels_per_bank,
-                                  config.max_levels_per_update, config.seed, **meta["banks"])
+                                  config.max_levels_per_call, config.seed, **meta["banks"])
         print_fn(f"Resuming from {root_dir}: train step {start_step}")
     print_fn(f"Training {config.agent} agent ({model.count_params():,} parameters, "
              f"{config.algorithm}, compiled under {keras.backend.backend()}) on "
@@ -157,14 +162,18 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
             state, metrics = compiled.update(state, bank)
             metrics = type(metrics)(*(keras.ops.convert_to_numpy(m) for m in metrics))
             done = time.perf_counter()
-            check_finite(root_dir, step + 1, metrics, optimizer)  # before any save
-            banks.record(metrics.levels_started)
-            step += 1
-            host_seconds = (tock - tick) + (time.perf_counter() - done)
-            lines = len(progress.history)
-            progress.record(step, metrics, host_seconds, done - tock)
-            if len(progress.history) > lines:
-                curve.append(progress.history[-1])
+            per_update = [metrics] if config.updates_per_call == 1 else [
+                type(metrics)(*(m[i] for m in metrics)) for i in range(config.updates_per_call)]
+            for metrics in per_update:  # the call's updates, in order
+                check_finite(root_dir, step + 1, metrics, optimizer)  # before any save
+                banks.record(metrics.levels_started)
+                step += 1
+                host_seconds = (tock - tick) + (time.perf_counter() - done)
+                lines = len(progress.history)
+                progress.record(step, metrics, host_seconds / len(per_update),
+                                (done - tock) / len(per_update))
+                if len(progress.history) > lines:
+                    curve.append(progress.history[-1])
             if step % config.checkpoint_interval == 0:
                 save()
             if config.eval_interval and step % config.eval_interval == 0:

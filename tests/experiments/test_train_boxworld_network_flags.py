@@ -57,8 +57,9 @@ def test_a_network_flag_the_agent_does_not_take_is_refused(import_binary, argv, 
 
 
 def test_the_compiled_loops_own_flags_reach_its_config(import_binary, tmp_path, monkeypatch):
-    """--learner_minibatches, --num_devices and --level_bank_size reach CompiledConfig; a count
-    that does not divide --num_envs is refused naming the flag, before anything is written."""
+    """--learner_minibatches, --num_devices, --level_bank_size and --updates_per_call reach
+    CompiledConfig; a count that does not divide --num_envs (or --num_iterations) is refused
+    naming the flag, before anything is written."""
     from absl import app, flags
 
     train_boxworld = import_binary("train_boxworld")
@@ -69,17 +70,23 @@ def test_the_compiled_loops_own_flags_reach_its_config(import_binary, tmp_path, 
     try:
         flags.FLAGS(["train_boxworld", f"--root_dir={tmp_path / 'a'}", "--trainer=compiled",
                      "--num_envs=8", "--learner_minibatches=4", "--num_devices=1",
-                     "--level_bank_size=500"])
+                     "--level_bank_size=500", "--updates_per_call=2"])
         train_boxworld.main([])
         config = received["config"]
-        assert (config.learner_minibatches, config.num_devices, config.level_bank_size) == (
-            4, 1, 500)
+        assert (config.learner_minibatches, config.num_devices, config.level_bank_size,
+                config.updates_per_call) == (4, 1, 500, 2)
         flags.FLAGS.unparse_flags()
         flags.FLAGS(["train_boxworld", f"--root_dir={tmp_path / 'b'}", "--trainer=compiled",
                      "--num_envs=6", "--learner_minibatches=4"])
         with pytest.raises(app.UsageError, match="--learner_minibatches"):
             train_boxworld.main([])
         assert not (tmp_path / "b").exists()
+        flags.FLAGS.unparse_flags()
+        flags.FLAGS(["train_boxworld", f"--root_dir={tmp_path / 'c'}", "--trainer=compiled",
+                     "--num_iterations=10", "--updates_per_call=3"])
+        with pytest.raises(app.UsageError, match=r"--num_iterations.*--updates_per_call=3"):
+            train_boxworld.main([])
+        assert not (tmp_path / "c").exists()
         flags.FLAGS.unparse_flags()
         with pytest.raises(flags.IllegalFlagValueError, match="--learner_minibatches"):
             flags.FLAGS(["train_boxworld", "--learner_minibatches=2"])  # TF-Agents trainer
