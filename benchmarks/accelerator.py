@@ -56,8 +56,16 @@ def layers(batch):
         # Zambaldi et al. 2019: Box-World 14x14 -> N = 196 entities of 24 conv + 2 coordinate
         # features (App. B), as in the StarCraft II setting's 64x64 / stride maps.
         ("RelationalBlock[N=196]", lambda: kr.RelationalBlock(), normal(batch, 196, 26)),
+        # Issue 45: the attention's two paths. This row keeps its name and the matmul form it
+        # timed before (flash_attention=False); the next one goes through
+        # keras.ops.dot_product_attention (cuDNN flash under a 16-bit policy on a GPU, Keras'
+        # XLA form in float32), the default's choice on a GPU in 16 bits.
         ("MultiHeadDotProductAttention[N=196]",
-         lambda: kr.MultiHeadDotProductAttention(2, 64), normal(batch, 196, 26)),
+         lambda: kr.MultiHeadDotProductAttention(2, 64, flash_attention=False),
+         normal(batch, 196, 26)),
+        ("MultiHeadDotProductAttention[N=196,dot_product_attention]",
+         lambda: kr.MultiHeadDotProductAttention(2, 64, flash_attention=True),
+         normal(batch, 196, 26)),
         # Shanahan et al. 2020, Table S2: 5x5 = 25 entities of 32 + 2 features.
         ("PrediNet", lambda: relations_game.make_central("predinet"), normal(batch, 25, 34)),
         ("MultiHeadAttentionCentral", lambda: relations_game.make_central("mha"),

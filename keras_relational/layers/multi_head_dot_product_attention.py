@@ -7,6 +7,12 @@ from keras import ops
 from keras_relational import validation
 from keras_relational.layers import _utils
 
+# Backends whose ``ops.dot_product_attention`` is tested to compute this layer (the same float32
+# logits and softmax, a masked row's logits replaced by one large negative value).
+_DOT_PRODUCT_ATTENTION_BACKENDS = ("jax", "tensorflow")
+# cuDNN flash attention's head dims (jax.nn.dot_product_attention, Hopper: up to 256).
+_FLASH_MAX_HEAD_DIM = 256
+
 
 def layer_norm(x, norm, gain_scale=None):
     """``norm`` (a built ``keras.layers.LayerNormalization`` over the last axis) applied to ``x``.
@@ -88,6 +94,24 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     Shapes: entities ``[B, N, F]`` -> ``[B, N, H * value_dim]`` (or ``[B, N, output_dim]``);
     attention scores ``[B, H, N, N]`` (row ``i`` = entity ``i``'s weights over all ``j``).
 
+    Fast path: ``flash_attention=None`` (default) computes the attention with
+    ``keras.ops.dot_product_attention`` (cuDNN flash attention) under JAX on a GPU when the
+    compute dtype is float16 or bfloat16, ``key_dim == value_dim`` is a multiple of 8 up to 256,
+    and neither ``return_attention_scores`` nor a mask over an odd number of entities (cuDNN's
+    masked backward pass needs an even count) is asked for; everywhere else, float32 included
+    (where cuDNN has no flash kernel and Keras' fallback is this layer's own arithmetic), the
+    layer's matmul form. Both compute the same function: float32 logits and softmax (also
+    under 16-bit policies), weights rounded to the compute dtype before they multiply the
+    values, masked logits replaced by one large negative value, so a fully masked row attends
+    uniformly to every entity in both. Only the order of the sums differs: in float32 they
+    agree to rounding (outputs and gradients), under bfloat16 cuDNN's online softmax rounds
+    differently (``tests/layers/test_multi_head_dot_product_attention.py`` measures both on
+    the CPU; ``benchmarks/relational_speed.py --attention-paths`` times the two on a device).
+    ``flash_attention=True`` always takes ``keras.ops.dot_product_attention`` (JAX or
+    TensorFlow backend; Keras picks cuDNN flash where it can, else its XLA form) and is an
+    error where it cannot: ``return_attention_scores=True`` (it never forms the weights),
+    ``key_dim != value_dim`` or another backend. ``False`` always takes the matmul form.
+
     Input range: the logits, the softmax and the q/k/v LayerNorms (their moments taken of
     rescaled rows) run in float32, but the projection is a matmul in the compute dtype: under
     ``mixed_float16`` entities beyond float16's largest value (65504) are infinite once cast;
@@ -110,6 +134,10 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         layer_norm_epsilon: LayerNorm epsilon (not stated in the paper; 1e-6, our choice).
         kernel_initializer: initializer of the projection kernels (each gets its own clone).
         bias_initializer: initializer of the projection biases.
+        flash_attention: None (default): ``keras.ops.dot_product_attention`` where it may be
+            faster (cuDNN flash under JAX on a GPU, see "Fast path" above), else the matmul
+            form; True: always ``keras.ops.dot_product_attention``, an error where it cannot
+            compute this layer; False: always the matmul form (the layer before issue 45).
         **kwargs: standard ``keras.layers.Layer`` arguments.
 
     Call arguments:
@@ -150,6 +178,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         layer_norm_epsilon=1e-6,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        flash_attention=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -164,6 +193,10 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         self.use_bias = use_bias
         self.output_dim = output_dim
         self.attention_scale = attention_scale
+        if flash_attention is not None and not isinstance(flash_attention, bool):
+            raise ValueError(f"{name} expects `flash_attention` to be None, True or False, "
+                             f"received flash_attention={flash_attention!r}.")
+        self.flash_attention = flash_attention
         validation.check_layer_norm_epsilon(name, layer_norm_epsilon)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -230,8 +263,9 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
             self._output_projection.build((None, None, self.num_heads * self._value_dim))
         self.built = True
 
-    def _project(self, entities):
-        """``[B, N, F]`` -> heads-first q, k ``[B, H, N, d]`` (q scaled) and v ``[B, H, N, dv]``.
+    def _project(self, entities, heads_first=True):
+        """``[B, N, F]`` -> heads-first q, k ``[B, H, N, d]`` (q scaled) and v ``[B, H, N, dv]``;
+        with ``heads_first=False`` in ``keras.ops.dot_product_attention``'s ``[B, N, H, d]``.
 
         The projection and LayerNorms run on ``[B * N, .]`` rows: plain 2-D matmuls, and a
         faster XLA step (the LayerNorm's parameter gradients are then reduced over one axis).
@@ -256,11 +290,11 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
             scale = 1.0
         if scale != 1.0:  # qkv_norm="none": scale the queries, smaller than the [N, N] logits
             q = q * ops.cast(scale, q.dtype)
-        return tuple(
-            ops.transpose(ops.reshape(x, (shape[0], shape[1], self.num_heads, width)),
-                          (0, 2, 1, 3))
-            for x, width in ((q, self.key_dim), (k, self.key_dim), (v, self._value_dim))
-        )
+        heads = tuple(ops.reshape(x, (shape[0], shape[1], self.num_heads, width))
+                      for x, width in ((q, self.key_dim), (k, self.key_dim), (v, self._value_dim)))
+        if not heads_first:
+            return heads
+        return tuple(ops.transpose(x, (0, 2, 1, 3)) for x in heads)
 
     def _compute_attention(self, q, k, v, allowed):
         """Softmax attention on heads-first tensors; q is already scaled.
@@ -280,6 +314,49 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
         weights = ops.cast(ops.softmax(logits, axis=-1), v.dtype)
         return ops.matmul(weights, v), weights
 
+    def _dot_product_attention_unsupported(self, return_attention_scores):
+        """None if ``keras.ops.dot_product_attention`` computes this call, else why not."""
+        backend = keras.backend.backend()
+        if backend not in _DOT_PRODUCT_ATTENTION_BACKENDS:
+            return (f"the Keras backend is {backend!r} (tested: "
+                    f"{', '.join(_DOT_PRODUCT_ATTENTION_BACKENDS)})")
+        if return_attention_scores:
+            return "return_attention_scores=True (it never forms the attention weights)"
+        if self.key_dim != self._value_dim:
+            return (f"key_dim={self.key_dim} != value_dim={self._value_dim} (it takes one head "
+                    f"width for queries, keys and values)")
+        return None
+
+    def _flash_may_be_faster(self, entities, masked):
+        """Whether Keras would take cuDNN flash attention for this call (JAX on a GPU only)."""
+        if keras.backend.backend() != "jax":
+            return False
+        import jax
+
+        if jax.default_backend() != "gpu":
+            return False
+        if not _utils.is_half(self.compute_dtype):  # cuDNN flash has 16-bit kernels only
+            return False
+        if self.key_dim % 8 or self.key_dim > _FLASH_MAX_HEAD_DIM:
+            return False
+        count = entities.shape[1]
+        # cuDNN's backward pass with a mask (a bias to it) needs an even number of entities.
+        return not (masked and (count is None or count % 2))
+
+    def _uses_dot_product_attention(self, entities, masked, return_attention_scores):
+        if self.flash_attention is False:
+            return False
+        if self.flash_attention is None:
+            return (self._flash_may_be_faster(entities, masked)
+                    and self._dot_product_attention_unsupported(return_attention_scores) is None)
+        reason = self._dot_product_attention_unsupported(return_attention_scores)
+        if reason is not None:
+            raise ValueError(f"{type(self).__name__} cannot compute its attention with "
+                             f"keras.ops.dot_product_attention (flash_attention=True): "
+                             f"{reason}. Pass flash_attention=None (it where it may be faster) "
+                             f"or False (the matmul form).")
+        return True
+
     def _check_call_arguments(self, entities, mask, attention_mask):
         """The feature width it was built for, the masks' dtypes and shapes (also symbolic)."""
         _utils.check_feature_width(self, "entities", entities.shape,
@@ -288,12 +365,20 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
 
     def call(self, entities, mask=None, attention_mask=None, return_attention_scores=False):
         self._check_call_arguments(entities, mask, attention_mask)
-        q, k, v = self._project(entities)
         allowed = _utils.entity_mask_to_attention_mask(mask, attention_mask)
-        attended, weights = self._compute_attention(q, k, v, allowed)
+        if self._uses_dot_product_attention(entities, allowed is not None,
+                                            return_attention_scores):
+            q, k, v = self._project(entities, heads_first=False)
+            # The logit scale is already folded into q (scale=1). Keras' form: float32 logits
+            # and softmax, a masked logit replaced by -0.7 * finfo.max, weights cast to v's
+            # dtype before the product with v, as _compute_attention.
+            outputs = ops.dot_product_attention(q, k, v, mask=allowed, scale=1.0)  # [B,N,H,dv]
+        else:
+            q, k, v = self._project(entities)
+            attended, weights = self._compute_attention(q, k, v, allowed)
+            outputs = ops.transpose(attended, (0, 2, 1, 3))  # [B, N, H, dv]: heads side by side
         shape = ops.shape(entities)
         width = self.num_heads * self._value_dim
-        outputs = ops.transpose(attended, (0, 2, 1, 3))  # [B, N, H, dv]: heads side by side
         if self._output_projection is not None:
             outputs = self._output_projection(ops.reshape(outputs, (-1, width)))
             width = self.output_dim
@@ -335,6 +420,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "flash_attention": self.flash_attention,
             }
         )
         return config

@@ -1,9 +1,12 @@
+import json
+import sys
+
 import keras
 import numpy as np
 import pytest
 import reference_relational as ref
 import tensorflow as tf
-from layer_contract import run_layer_contract
+from layer_contract import run_fresh_process, run_layer_contract
 
 import keras_relational
 from keras_relational.layers.multi_head_dot_product_attention import layer_norm
@@ -209,3 +212,116 @@ def test_layer_contract(tmp_path):
         lambda: keras_relational.MultiHeadDotProductAttention(2, 4, qkv_norm="separate",
                                                               output_dim=3),
         _entities(), tmp_path)
+
+
+# Issue 45: the attention through keras.ops.dot_product_attention (flash_attention=True) against
+# the matmul form (False): (layer kwargs, mask, attention_mask) over heads, key/value dims, all
+# three qkv norms, a padding mask, an [N, N] and a [B, N, N] attention mask, fully masked rows.
+_N = 6
+_WITH_EMPTY_ROWS = np.tril(np.ones((2, _N, _N), bool))
+_WITH_EMPTY_ROWS[0, 2] = False  # entity 2 of the first example may attend to no entity
+_PATH_CASES = [
+    (dict(num_heads=2, key_dim=8), None, None),
+    (dict(num_heads=3, key_dim=4, value_dim=4, qkv_norm="separate", attention_scale=None,
+          output_dim=5), np.array([[1, 1, 1, 1, 0, 0], [0] * _N], bool),
+     _WITH_EMPTY_ROWS),  # the second example fully masked: every row empty
+    (dict(num_heads=1, key_dim=8, qkv_norm="none", attention_scale="rmc"), None,
+     np.tril(np.ones((_N, _N), bool))),
+]
+
+
+def _outputs_and_gradients(layer, x, mask, attention_mask, cotangent):
+    """The layer's outputs and the gradients of <outputs, cotangent> w.r.t. x and every
+    trainable weight, all as float32 NumPy arrays (TensorFlow or JAX backend)."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        def loss(weights, x):
+            outputs, _ = layer.stateless_call(weights, [], x, mask=mask,
+                                              attention_mask=attention_mask)
+            return (outputs.astype("float32") * cotangent).sum(), outputs
+
+        weights = [w.value for w in layer.trainable_weights]
+        (_, outputs), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))(
+            weights, x)
+        grads = [*grads[0], grads[1]]
+    else:
+        x = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = layer(x, mask=mask, attention_mask=attention_mask)
+            loss = tf.reduce_sum(tf.cast(outputs, "float32") * cotangent)
+        grads = tape.gradient(loss, [*layer.trainable_weights, x])
+    return [np.asarray(t, "float32") for t in (outputs, *grads)]
+
+
+def measure_path_differences():
+    """Per case: the dot_product_attention path's largest error over outputs and gradients
+    against the float32 matmul path, in float32 and under mixed_bfloat16, absolute and relative
+    (to the largest float32 magnitude of that tensor, at least 1)."""
+    x = _entities(n=_N, f=5)
+    cotangent = np.random.RandomState(7).normal(size=(2, _N, 1)).astype("float32")
+    rows = []
+    for kwargs, mask, attention_mask in _PATH_CASES:
+        results = {}
+        for dtype, flash in (("float32", False), ("float32", True), ("mixed_bfloat16", True)):
+            layer = keras_relational.MultiHeadDotProductAttention(
+                **kwargs, flash_attention=flash, dtype=dtype)
+            layer(x)
+            if not results:
+                ref.randomise_layer_norms(layer)
+                weights = layer.get_weights()
+            layer.set_weights(weights)
+            cotangent_width = np.ones((1, 1, layer.compute_output_shape(x.shape)[-1]), "float32")
+            results[dtype, flash] = _outputs_and_gradients(
+                layer, x, mask, attention_mask, cotangent * cotangent_width)
+        expected = results["float32", False]
+        rows.append({
+            f"{name}_{kind}": max(float(np.max(np.abs(a - e))) / (
+                max(1.0, float(np.max(np.abs(e)))) if kind == "relative" else 1.0)
+                for e, a in zip(expected, results[key], strict=True))
+            for name, key in (("float32", ("float32", True)),
+                              ("bfloat16", ("mixed_bfloat16", True)))
+            for kind in ("absolute", "relative")})
+    return rows
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_dot_product_attention_path_equals_matmul_path(backend):
+    """Issue 45: outputs and gradients of both paths agree to float32 rounding, fully masked
+    rows included (uniform weights in both); under mixed_bfloat16 both are within the same
+    bound of the float32 layer. Measured on the CPU (XLA forms; cuDNN flash needs a GPU):
+    float32 <= 1.5e-7 (TF) / 2.4e-7 (JAX), bfloat16 relative error <= 2.0e-2 for both paths."""
+    if backend == "tensorflow":
+        rows = measure_path_differences()
+    else:
+        script = ("import json, sys; sys.path.insert(0, 'tests/layers'); "
+                  "import test_multi_head_dot_product_attention as t; "
+                  "print(json.dumps(t.measure_path_differences()))")
+        rows = json.loads(run_fresh_process(["-c", script], backend).stdout.splitlines()[-1])
+    print(backend, rows, file=sys.stderr)
+    for row in rows:
+        assert row["float32_relative"] <= 1e-5, row
+        assert row["bfloat16_relative"] <= 6e-2, row
+
+
+def test_flash_attention_argument_config_and_errors():
+    layer_cls = keras_relational.MultiHeadDotProductAttention
+    with pytest.raises(ValueError, match="flash_attention.*'yes'"):
+        layer_cls(2, 4, flash_attention="yes")
+    for value in (None, True, False):
+        config = layer_cls(2, 4, flash_attention=value).get_config()
+        assert config["flash_attention"] is value
+        assert layer_cls.from_config(config).flash_attention is value
+    del config["flash_attention"]  # a config saved before issue 45
+    assert layer_cls.from_config(config).flash_attention is None
+    x = _entities()
+    with pytest.raises(ValueError, match=r"flash_attention=True.*key_dim=4 != value_dim=2"):
+        layer_cls(2, 4, value_dim=2, flash_attention=True)(x)
+    with pytest.raises(ValueError, match=r"flash_attention=True.*return_attention_scores"):
+        layer_cls(2, 4, flash_attention=True)(x, return_attention_scores=True)
+    # None off a GPU: the matmul form, which also returns the scores.
+    layer = layer_cls(2, 4)
+    assert not layer._uses_dot_product_attention(x, False, False)
+    assert layer(x, return_attention_scores=True)[1].shape == (2, 2, 6, 6)
