@@ -30,7 +30,7 @@ import time
 from absl import app, flags
 
 from keras_relational import json_files
-from keras_relational.experiments import console
+from keras_relational.experiments import flag_checks
 from keras_relational.progress_bar import ProgressBar, format_duration
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,7 +41,7 @@ GOAL_SOLVE_RATE = 0.85  # issue 22: at least 85 % of the evaluation levels
 GOAL_WALL_SECONDS = 600.0  # issue 22: in under 10 minutes on 2 CPU cores
 
 FLAGS = flags.FLAGS
-console.define_int_list("seeds", [0, 1, 2], "Seeds, trained one after the other.", minimum=0)
+flag_checks.define_int_list("seeds", [0, 1, 2], "Seeds, trained one after the other.", minimum=0)
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_demo_reproduce",
                     "Runs go to root_dir/seed<N>, emptied first.")
 flags.DEFINE_string("output", os.path.join(HERE, "results", "demo"),

@@ -49,7 +49,7 @@ from absl import app, flags
 from benchmarks import results_io
 from keras_relational import json_files
 from keras_relational.experiments import (
-    console,
+    flag_checks,
     palindromes_eval_lib,
     palindromes_lib,
     rule_learning_lib,
@@ -70,8 +70,8 @@ flags.DEFINE_bool("artifacts", False, "Write TensorBoard logs and export seed 0'
                   "(off by default: they cost time and the tables do not need them).")
 flags.DEFINE_integer("first_seed", 0, "Table II seeds are first_seed, first_seed + 1, ...")
 flags.DEFINE_list("table2_models", ["lstm", "conv_stack"], "Table II models (lstm, conv_stack).")
-console.require_subset("table2_models", ("lstm", "conv_stack"))
-console.require_ranges({"table1_seeds": (1, None), "table2_seeds": (1, None),
+flag_checks.require_subset("table2_models", ("lstm", "conv_stack"))
+flag_checks.require_ranges({"table1_seeds": (1, None), "table2_seeds": (1, None),
                         "first_seed": (0, None)})
 flags.DEFINE_integer("jobs", 2, "Worker processes for Table II's independent runs (each "
                      "is mostly one thread, so 2 fill this machine's 2 cores).")

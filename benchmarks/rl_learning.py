@@ -3,8 +3,8 @@
 Trains each agent with ``keras_relational.agents.tf_agents.train_eval`` (V-trace actor-learner, the
 CPU) for a wall-clock budget on a small BoxWorld and records, at every progress line, the fraction
 of the training episodes that ended with the gem (every episode is a freshly generated level, so
-this measures generalisation, not memorisation), then evaluates the final policy on new levels. Writes
-``results/rl_learning.json`` and a Markdown table ``results/rl_learning.md``.
+this measures generalisation, not memorisation), then evaluates the final policy on new levels.
+Writes ``results/rl_learning.json`` and a Markdown table ``results/rl_learning.md``.
 
 The defaults are the setting that learns on 2 CPU cores: one-hot observations, Adam 1e-3,
 rewards scaled by 0.1, 64 environments x 20 steps per update, 4 x 64 output MLP, key size 32,

@@ -88,13 +88,13 @@ def define_distribution_strategy_flag(flag_values=None):
     """
     from absl import flags
 
-    from keras_relational.experiments import console
+    from keras_relational.experiments import flag_checks
 
     flag_values = flags.FLAGS if flag_values is None else flag_values
     defined = flags.DEFINE_enum("distribution_strategy", "default", list(STRATEGIES),
                                 _FLAG_HELP, flag_values=flag_values)
     flags.DEFINE_string("tpu", None, _TPU_HELP, flag_values=flag_values)
-    console.require_only_for("distribution_strategy", "tpu", ["tpu"], flag_values=flag_values)
+    flag_checks.require_only_for("distribution_strategy", "tpu", ["tpu"], flag_values=flag_values)
     return defined
 
 

@@ -23,7 +23,7 @@ refused before playing.
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -41,9 +41,9 @@ flags.DEFINE_string("model", None, "A Keras agent model file, <root_dir>/keras_m
 flags.DEFINE_bool("greedy", True, "--model: the argmax of the logits; --nogreedy samples them "
                   "(seeded by --seed).")
 flags.DEFINE_enum("env", "original", ["original", "bridge"], "BoxWorld variant.")
-console.define_int_list("goal_length", _LEVELS.goal_length,
+flag_checks.define_int_list("goal_length", _LEVELS.goal_length,
                         "Solution lengths L (original BoxWorld).", minimum=1)
-console.define_int_list("num_distractors", _LEVELS.num_distractors,
+flag_checks.define_int_list("num_distractors", _LEVELS.num_distractors,
                         "Distractor branch counts (original BoxWorld).", minimum=0)
 flags.DEFINE_integer("room_size", _LEVELS.room_size, "Side of the room (original BoxWorld).")
 flags.DEFINE_enum("observation_type", None, ["rgb", "one_hot"], "Observations the agent takes "
@@ -53,13 +53,13 @@ flags.DEFINE_integer("episodes", 10, "Episodes to play.")
 flags.DEFINE_string("gif", None, "Optional path of a GIF of the first episode.")
 flags.DEFINE_integer("seed", 123, "Level seed (and --nogreedy's sampling seed).")
 flags.DEFINE_integer("max_steps_per_episode", 500, "Safety cap for policies without a limit.")
-console.require_ranges({"room_size": (4, None), "episodes": (1, None), "seed": (0, 2**32 - 1),
+flag_checks.require_ranges({"room_size": (4, None), "episodes": (1, None), "seed": (0, 2**32 - 1),
                         "max_steps_per_episode": (1, None)})
-console.require_only_for("env", "original", ["goal_length", "num_distractors", "room_size"])
-console.require_writable_file("gif", suffixes=(".gif", ".png"))  # save_episode's formats
-console.require_exactly_one(["policy_dir", "model"])
-console.require_existing_file("model", suffixes=(".keras",))
-console.require_only_with("model", ["greedy"])  # a saved policy acts as it was saved
+flag_checks.require_only_for("env", "original", ["goal_length", "num_distractors", "room_size"])
+flag_checks.require_writable_file("gif", suffixes=(".gif", ".png"))  # save_episode's formats
+flag_checks.require_exactly_one(["policy_dir", "model"])
+flag_checks.require_existing_file("model", suffixes=(".keras",))
+flag_checks.require_only_with("model", ["greedy"])  # a saved policy acts as it was saved
 
 
 def make_environment(observation_spec):

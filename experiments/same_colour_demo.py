@@ -14,7 +14,7 @@ Writes ``root_dir/model.keras`` (the trained model; a repeated run reloads it), 
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -28,9 +28,9 @@ flags.DEFINE_string("root_dir", "/tmp/keras_relational_same_colour", "Output dir
 flags.DEFINE_integer("epochs", 8, "Training epochs.")
 flags.DEFINE_integer("num_train", 4000, "Generated training examples.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
-console.require_ranges({"epochs": (1, None), "num_train": (1, None), "seed": (0, 2**32 - 1)})
+flag_checks.require_ranges({"epochs": (1, None), "num_train": (1, None), "seed": (0, 2**32 - 1)})
 distribution_lib.define_distribution_strategy_flag()
-console.define_dtype_policy_flag()
+flag_checks.define_dtype_policy_flag()
 
 
 def main(argv):

@@ -23,7 +23,7 @@ Outputs under ``root_dir``: TensorBoard logs (``train/``), the best checkpoint
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -35,7 +35,7 @@ from keras_relational.experiments import babi_lib, distribution_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
-console.define_int_list("tasks", [1], "bAbI tasks (1-20); several are trained jointly.",
+flag_checks.define_int_list("tasks", [1], "bAbI tasks (1-20); several are trained jointly.",
                         minimum=1, maximum=20)
 flags.DEFINE_string("data_dir", None, "Folder with real bAbI files; default: generate data.")
 flags.DEFINE_integer("num_train", 9000, "Generated training questions per task.", lower_bound=1)
@@ -67,8 +67,8 @@ flags.DEFINE_float("target_val_accuracy", None, "Stop once validation accuracy r
 flags.DEFINE_float("max_minutes", None, "Wall-clock training budget in minutes.")
 flags.DEFINE_integer("seed", 0, "Seed for data generation and weights.")
 flags.DEFINE_bool(run_settings.ALLOW_FLAG, False, run_settings.ALLOW_HELP)
-console.define_dtype_policy_flag()
-console.require_ranges({
+flag_checks.define_dtype_policy_flag()
+flag_checks.require_ranges({
     "num_train": (1, None), "num_valid": (1, None), "num_test": (1, None),
     "entity_dim": (1, None), "relation_dim": (1, None), "hidden_dim": (1, None),
     "batch_size": (1, None), "epochs": (1, None), "learning_rate": (0, None),

@@ -32,7 +32,7 @@ The training flags and their defaults are the fields of
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -100,7 +100,7 @@ def _define(name, field_type, default, help_text):
     elif base is float:
         flags.DEFINE_float(name, default, help_text)
     elif base is tuple and name in _INT_LISTS:
-        console.define_int_list(name, default, help_text, minimum=_INT_LISTS[name])
+        flag_checks.define_int_list(name, default, help_text, minimum=_INT_LISTS[name])
     elif base is tuple:
         flags.DEFINE_list(name, [str(v) for v in default], help_text)
     else:
@@ -112,7 +112,7 @@ for _field in config_lib.flag_fields():
 for _field in dataclasses.fields(environments.BoxWorldConfig):
     if _field.name in _LEVEL_FLAGS:
         _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
-console.require_ranges({**config_lib.RANGES, "room_size": (4, None),
+flag_checks.require_ranges({**config_lib.RANGES, "room_size": (4, None),
                         "distractor_length": (1, None), "num_blocks": (1, None),
                         "key_dim": (1, None), "head_width": (1, None)},
                        exclusive_low=config_lib.EXCLUSIVE_LOW)
@@ -121,9 +121,9 @@ _COMPILED_FIELDS = CompiledConfig.own_fields()
 for _field in _COMPILED_FIELDS:
     _define(_field.name, _field.type, _field.default, "(--trainer=compiled) "
             + _field.metadata["help"])
-console.require_only_for("trainer", "compiled", [f.name for f in _COMPILED_FIELDS])
-console.require_ranges({f.name: (1, None) for f in _COMPILED_FIELDS})
-console.require_only_for("env", "original", ["goal_length", "num_distractors",
+flag_checks.require_only_for("trainer", "compiled", [f.name for f in _COMPILED_FIELDS])
+flag_checks.require_ranges({f.name: (1, None) for f in _COMPILED_FIELDS})
+flag_checks.require_only_for("env", "original", ["goal_length", "num_distractors",
                                              "distractor_length", "room_size", "test_presets"])
 
 

@@ -10,7 +10,7 @@ per character (``ROOT/results.md``, ``ROOT/results.json``).
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -23,7 +23,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
 flags.DEFINE_list("attentions", ["simplicial", "dot_product"],
                   "Attentions among simplicial, dot_product.")
-console.define_int_list("tasks", (1, 2), "bAbI tasks whose generated stories form the corpus.",
+flag_checks.define_int_list("tasks", (1, 2), "bAbI tasks whose generated stories form the corpus.",
                         minimum=1, maximum=20)
 flags.DEFINE_integer("train_questions", 1000, "Questions per task in the training text.")
 flags.DEFINE_integer("valid_questions", 200, "Questions per task in the validation text.")
@@ -34,16 +34,16 @@ flags.DEFINE_integer("num_heads", 4, "Attention heads.")
 flags.DEFINE_integer("key_dim", 16, "Head width.")
 flags.DEFINE_integer("num_key_value_heads", 2, "Key/value heads of the 2-simplicial attention "
                      "(num_heads / 2 gives both attentions the same parameter count).")
-console.define_int_list("window", (32, 8), "w1,w2: the 2-simplicial attention's causal windows.",
-                        minimum=1)
+flag_checks.define_int_list("window", (32, 8),
+                            "w1,w2: the 2-simplicial attention's causal windows.", minimum=1)
 flags.DEFINE_integer("epochs", 3, "Epochs.")
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_float("learning_rate", 3e-3, "Adam learning rate.")
 flags.DEFINE_bool(run_settings.ALLOW_FLAG, False, run_settings.ALLOW_HELP)
 flags.DEFINE_integer("seed", 0, "Seed of the corpus and the weights.")
-console.define_dtype_policy_flag()
-console.require_subset("attentions", ("simplicial", "dot_product"))
-console.require_ranges({
+flag_checks.define_dtype_policy_flag()
+flag_checks.require_subset("attentions", ("simplicial", "dot_product"))
+flag_checks.require_ranges({
     "train_questions": (1, None), "valid_questions": (1, None), "sequence_length": (2, None),
     "width": (1, None), "num_layers": (1, None), "num_heads": (1, None), "key_dim": (1, None),
     "num_key_value_heads": (1, None), "epochs": (1, None), "batch_size": (1, None),

@@ -11,7 +11,7 @@ medians of the string-level accuracies and the Mann-Whitney U p-values between t
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -57,9 +57,9 @@ flags.DEFINE_integer("n_per_length", 20000, "Strings drawn per in-domain length 
 flags.DEFINE_integer("long_n_per_length", 3333, "Long test strings per length (paper: 3333).")
 flags.DEFINE_integer("data_seed", 0, "Seed of the data generator.")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
-console.require_subset("models", ("conv_stack", "lstm"))
-console.require_subset("conditions", ("standard", "nesting"))
-console.require_ranges({
+flag_checks.require_subset("models", ("conv_stack", "lstm"))
+flag_checks.require_subset("conditions", ("standard", "nesting"))
+flag_checks.require_ranges({
     "seeds": (1, None), "epochs": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
     "shift_entropy_cost": (0, None), "straight_through_from_epoch": (0, None),
     "straight_through_learning_rate": (0, None), "restart_threshold": (None, 1),
@@ -68,7 +68,7 @@ console.require_ranges({
     "long_n_per_length": (1, None), "data_seed": (0, 2**32 - 1)},
     exclusive_low=("learning_rate", "straight_through_learning_rate"))
 distribution_lib.define_distribution_strategy_flag()
-console.define_dtype_policy_flag()
+flag_checks.define_dtype_policy_flag()
 
 
 def main(argv):

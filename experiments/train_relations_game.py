@@ -22,7 +22,7 @@ without TensorFlow (``KERAS_BACKEND=jax`` on a GPU machine without it).
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -79,8 +79,8 @@ flags.DEFINE_enum("input_pipeline", None, list(relations_game_lib.INPUT_PIPELINE
                   "tf.data (needs TensorFlow) or numpy (any Keras backend, no TensorFlow); "
                   "default: tf.data under the TensorFlow backend, numpy under the others.")
 
-console.define_dtype_policy_flag()
-console.require_ranges({
+flag_checks.define_dtype_policy_flag()
+flag_checks.require_ranges({
     "num_batches": (1, None), "batch_size": (1, None), "learning_rate": (0, None),
     "num_train_examples": (1, None), "num_eval_examples": (1, None), "eval_interval": (1, None),
     "early_stopping_accuracy": (0, 1), "pause_above_accuracy": (0, 1),

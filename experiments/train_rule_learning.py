@@ -10,7 +10,7 @@ unseen-syllable items.
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
 # binary (not when imported); --verbose_dependencies shows them.
-from keras_relational.experiments import console
+from keras_relational.experiments import console, flag_checks
 
 console.quiet_dependencies(__name__)
 
@@ -30,11 +30,11 @@ flags.DEFINE_bool("restart_until_fit", False,
                   "Re-initialise while training accuracy < 100% (not the paper's; mirrors its "
                   "App. B restart rule).")
 flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
-console.require_subset("models", ("conv", "mlp", "rnn"))
-console.require_ranges({"seeds": (1, None), "epochs": (1, None), "batch_size": (1, None),
+flag_checks.require_subset("models", ("conv", "mlp", "rnn"))
+flag_checks.require_ranges({"seeds": (1, None), "epochs": (1, None), "batch_size": (1, None),
                         "learning_rate": (0, None)}, exclusive_low=("learning_rate",))
 distribution_lib.define_distribution_strategy_flag()
-console.define_dtype_policy_flag()
+flag_checks.define_dtype_policy_flag()
 
 
 def main(argv):

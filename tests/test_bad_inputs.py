@@ -626,12 +626,12 @@ def test_binary_flags_are_checked_when_parsed(flag_errors, module, index):
 def test_valid_flags_still_parse():
     from absl import flags
 
-    from keras_relational.experiments import console
+    from keras_relational.experiments import flag_checks
 
     values = flags.FlagValues()
-    console.define_int_list("goal_length", (1, 2), "L", minimum=1, flag_values=values)
+    flag_checks.define_int_list("goal_length", (1, 2), "L", minimum=1, flag_values=values)
     flags.DEFINE_integer("episodes", 10, "E", flag_values=values)
-    console.require_ranges({"episodes": (1, None)}, flag_values=values)
+    flag_checks.require_ranges({"episodes": (1, None)}, flag_values=values)
     values(["binary", "--goal_length=3,4"])
     assert values.goal_length == [3, 4] and values.episodes == 10
     assert not math.isnan(values.episodes)
