@@ -63,7 +63,7 @@ def layers(batch):
         ("MultiHeadDotProductAttention[N=196]",
          lambda: kr.MultiHeadDotProductAttention(2, 64, flash_attention=False),
          normal(batch, 196, 26)),
-        ("MultiHeadDotProductAttention[N=196,dot_product_attention]",
+        ("MultiHeadDotProductAttention[N=196][dot_product_attention]",
          lambda: kr.MultiHeadDotProductAttention(2, 64, flash_attention=True),
          normal(batch, 196, 26)),
         # Shanahan et al. 2020, Table S2: 5x5 = 25 entities of 32 + 2 features.

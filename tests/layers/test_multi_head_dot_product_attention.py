@@ -5,7 +5,6 @@ import keras
 import numpy as np
 import pytest
 import reference_relational as ref
-import tensorflow as tf
 from layer_contract import run_fresh_process, run_layer_contract
 
 import keras_relational
@@ -127,6 +126,8 @@ def test_attention_mask_matches_reference():
 @pytest.mark.parametrize("shape", [(7, 12), (2, 3, 12)])
 def test_layer_norm_matches_keras_layer_norm_and_its_gradients(shape):
     """The hand-written LayerNorm (used for q, k, v) against keras.layers.LayerNormalization."""
+    import tensorflow as tf  # here: the JAX subprocess imports this file
+
     rng = np.random.RandomState(0)
     x = tf.constant(rng.normal(2.0, 3.0, size=shape).astype("float32"))
     norm = keras.layers.LayerNormalization(epsilon=1e-6)
@@ -151,6 +152,8 @@ def test_layer_norm_is_right_for_every_finite_input(scale):
     """Issue 48. Measured before: from |x| ~ 1.8e19 the variance overflowed, so every row came
     out as beta (zeros here) with a zero gradient, and near 3.4e38 outputs and gradients were
     NaN; keras.layers.LayerNormalization still does both."""
+    import tensorflow as tf  # here: the JAX subprocess imports this file
+
     rng = np.random.RandomState(0)
     unit = rng.uniform(-1.0, 1.0, size=(3, 8))
     x = tf.constant((scale * unit).astype("float32"))
@@ -246,6 +249,8 @@ def _outputs_and_gradients(layer, x, mask, attention_mask, cotangent):
             weights, x)
         grads = [*grads[0], grads[1]]
     else:
+        import tensorflow as tf
+
         x = tf.constant(x)
         with tf.GradientTape() as tape:
             tape.watch(x)
@@ -259,6 +264,7 @@ def measure_path_differences():
     """Per case: the dot_product_attention path's largest error over outputs and gradients
     against the float32 matmul path, in float32 and under mixed_bfloat16, absolute and relative
     (to the largest float32 magnitude of that tensor, at least 1)."""
+    keras.utils.set_random_seed(0)  # the same weights in every process
     x = _entities(n=_N, f=5)
     cotangent = np.random.RandomState(7).normal(size=(2, _N, 1)).astype("float32")
     rows = []
@@ -290,13 +296,16 @@ def measure_path_differences():
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_dot_product_attention_path_equals_matmul_path(backend):
     """Issue 45: outputs and gradients of both paths agree to float32 rounding, fully masked
-    rows included (uniform weights in both); under mixed_bfloat16 both are within the same
-    bound of the float32 layer. Measured on the CPU (XLA forms; cuDNN flash needs a GPU):
-    float32 <= 1.5e-7 (TF) / 2.4e-7 (JAX), bfloat16 relative error <= 2.0e-2 for both paths."""
+    rows included (uniform weights in both); under mixed_bfloat16 the dot_product_attention
+    path is within a bfloat16 bound of the float32 layer. Measured on the CPU (Keras' XLA
+    forms; cuDNN flash needs a GPU), relative to max(1, |float32|): float32 <= 2.0e-7 (TF) /
+    2.8e-7 (JAX), mixed_bfloat16 <= 0.028 (TF) / 0.018 (JAX), i.e. up to 3.6 bfloat16 eps."""
     if backend == "tensorflow":
         rows = measure_path_differences()
     else:
-        script = ("import json, sys; sys.path.insert(0, 'tests/layers'); "
+        # XLA's CPU optimisations off: the nine small programs compile in half the time.
+        script = ("import json, os, sys; sys.path.insert(0, 'tests/layers'); "
+                  "os.environ['XLA_FLAGS'] = '--xla_backend_optimization_level=0'; "
                   "import test_multi_head_dot_product_attention as t; "
                   "print(json.dumps(t.measure_path_differences()))")
         rows = json.loads(run_fresh_process(["-c", script], backend).stdout.splitlines()[-1])
