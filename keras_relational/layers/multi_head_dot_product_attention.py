@@ -104,9 +104,12 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     under 16-bit policies), weights rounded to the compute dtype before they multiply the
     values, masked logits replaced by one large negative value, so a fully masked row attends
     uniformly to every entity in both. Only the order of the sums differs: in float32 they
-    agree to rounding (outputs and gradients), under bfloat16 cuDNN's online softmax rounds
-    differently (``tests/layers/test_multi_head_dot_product_attention.py`` measures both on
-    the CPU; ``benchmarks/relational_speed.py --attention-paths`` times the two on a device).
+    agree to rounding (outputs and gradients), under bfloat16 within a few bfloat16 eps of the
+    float32 layer (``tests/layers/test_multi_head_dot_product_attention.py``, on the CPU,
+    i.e. Keras' XLA form). cuDNN's form (an online softmax, a masked logit plus
+    ``-0.7 * finfo(dtype).max`` as a bias) is not yet compared on a GPU.
+    ``benchmarks/accelerator.py`` times the two paths (its two
+    ``MultiHeadDotProductAttention[N=196]`` rows).
     ``flash_attention=True`` always takes ``keras.ops.dot_product_attention`` (JAX or
     TensorFlow backend; Keras picks cuDNN flash where it can, else its XLA form) and is an
     error where it cannot: ``return_attention_scores=True`` (it never forms the weights),
