@@ -56,14 +56,17 @@ measured seconds into the table and exits.
 A part that overruns its box is stopped (SIGINT, then SIGKILL) and the session goes on; whatever a
 part wrote is kept. After every part ``--out`` is brought up to date, so the command always ends
 before ``--budget_seconds`` and always returns what it has, in at most 5 files: ``session.json``
-(device, plan, per part: command, exit code, seconds, results files), ``summary.md`` (the plan's
-outcome and every results table), ``logs.txt`` (the tail of each part's log), ``results.tar.gz``
-(the results files as ``benchmarks/results/...``: unpack in the repository root) and the run's
-``<run name>.tar.gz`` (its newest checkpoint, learning curve, ``result.json`` and
-``gpu_session_run.json``: the run's fixed settings and its pieces).
+(device, plan, per part: command, exit code, seconds, CPU seconds of its processes, results
+files), ``summary.md`` (the plan's outcome and every results table), ``logs.txt`` (the tail of
+each part's log), ``results.tar.gz`` (the results files as ``benchmarks/results/...``: unpack in
+the repository root) and the run's ``<run name>.tar.gz`` (its newest checkpoint, learning curve,
+``result.json`` and ``gpu_session_run.json``: the run's fixed settings and its pieces).
 
 ``--smoke`` runs the same plan at tiny sizes and seconds on the CPU (the test of this script;
-without ``--wheels`` it uses the running interpreter's packages). ``--plan_only`` prints the plan.
+without ``--wheels`` it uses the running interpreter's packages), with TensorFlow hidden from the
+parts (the device has none) and JAX's compiled programs kept in a cache that its parts share (the
+caller's ``JAX_COMPILATION_CACHE_DIR``, else one of its own): its Box-World parts train one tiny
+update, compiled once. ``--plan_only`` prints the plan.
 
 Pure standard library: it starts where Keras is not installed yet. Imported by pytest as a plugin
 (``-p gpu_session``) it only adds the lane's deadline.
@@ -76,6 +79,7 @@ import json
 import math
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -120,13 +124,14 @@ BOXES = {"lane_layers": (55, 55), "lane_16bit": (100, 100), "lane_models": (85, 
          "accelerator": (50, 30), "env_speed": (95, 95), "loop_speed": (180, 150),
          "simplicial": (40, 20), "simplicial_kernel": (40, 20), "profile": (45, 35),
          "predinet": (420, 200), "long_run": (None, 150), "queue": (None, 150)}
-# The smoke's boxes are upper bounds for a loaded 2-core CPU: each part is a fresh process that
-# imports Keras and JAX (and TensorFlow, where installed, in pytest's conftest) and compiles a
-# tiny model, and ends long before its box on an idle machine (the parts that size their own
-# work take what earlier parts leave, up to the first number).
-SMOKE_BOXES = {"lane_layers": (90, 90), "lane_16bit": (90, 90), "lane_models": (90, 90),
-               "accelerator": (90, 30), "env_speed": (60, 60), "loop_speed": (90, 45),
-               "simplicial": (60, 20), "simplicial_kernel": (45, 15), "profile": (180, 45),
+# The smoke's boxes are upper bounds for a 2-core CPU loaded about three times over: each part
+# is a fresh process that imports Keras and JAX (5 s of CPU) and compiles tiny programs; most of
+# a part's seconds are XLA compiling (the Box-World update and level generator, Pallas'
+# interpreted kernel: 15-20 s of CPU each). On an idle machine a part ends within half its box
+# (the parts that size their own work take what earlier parts leave, up to the first number).
+SMOKE_BOXES = {"lane_layers": (45, 45), "lane_16bit": (45, 45), "lane_models": (50, 50),
+               "accelerator": (75, 30), "env_speed": (130, 130), "loop_speed": (80, 45),
+               "simplicial": (70, 25), "simplicial_kernel": (80, 25), "profile": (150, 45),
                "predinet": (90, 40), "long_run": (None, 60), "queue": (None, 60)}
 # Parts whose work is fixed (no time budget of their own): their smallest box is their need.
 FIXED_WORK = ("lane_layers", "lane_16bit", "lane_models", "env_speed")
@@ -165,11 +170,16 @@ PREDINET_OVERHEAD = {"gpu": 75, "smoke": 20}
 # its --resume_from writes (on a 2-core CPU loaded 20 times over, more than 5 s: no cell ran)
 FIRST_CELL_START = 30
 DEFAULT_PRESET = "zambaldi_fig3_relational"
+# --smoke's Box-World (train_boxworld flags over DEFAULT_PRESET): one tiny update, the same in
+# the loop sweep, the long run's and the queue's pieces and profile_update.py's --smoke (its
+# SMOKE), so that the smoke's compilation cache compiles it once.
+SMOKE_BOXWORLD_FLAGS = ("--room_size=6", "--goal_length=1", "--num_distractors=0",
+                        "--unroll_length=4", "--key_dim=8", "--head_width=8")
+SMOKE_NUM_ENVS = 2
 # The run's settings beyond its preset, fixed when it is created (stored in RUN_META).
 LONG_RUN_FLAGS = {"gpu": ["--level_source=device"],
-                  "smoke": ["--level_source=device", "--room_size=6", "--goal_length=1",
-                            "--num_distractors=0", "--num_envs=2", "--unroll_length=4",
-                            "--key_dim=8", "--head_width=8", "--log_interval=1"]}
+                  "smoke": ["--level_source=device", *SMOKE_BOXWORLD_FLAGS,
+                            f"--num_envs={SMOKE_NUM_ENVS}", "--log_interval=1"]}
 # Per piece (not stored): a cheap evaluation at the end of each piece; the zero-shot tests of the
 # finished run are for its last piece (`--test_presets`, docs/rl.md).
 PIECE_FLAGS = {"gpu": ["--eval_episodes=256", "--eval_num_envs=256", "--test_presets=",
@@ -184,8 +194,42 @@ REPRODUCE_OVERHEAD = {"gpu": 60, "smoke": 20}  # seconds of a piece outside its 
 # The loop sweep (loop_speed): one process and box per number of environments, the box split in
 # these proportions (the larger batches take longer a first update; 256 environments printed
 # their first progress line 15.1 s after the process started in the first H200 window).
-LOOP_ENVS = {"gpu": (256, 1024, 4096, 16384), "smoke": (2,)}
-LOOP_SHARES = {256: 1, 1024: 1, 4096: 1.25, 16384: 1.5, 2: 1}
+LOOP_ENVS = {"gpu": (256, 1024, 4096, 16384), "smoke": (SMOKE_NUM_ENVS,)}
+LOOP_SHARES = {256: 1, 1024: 1, 4096: 1.25, 16384: 1.5, SMOKE_NUM_ENVS: 1}
+# --smoke runs every part as the device would, where its CPU can: without TensorFlow (the
+# device has none; here importing it costs a process 10 s: Keras' set_random_seed, a trainer's
+# SavedModel export). The parts' Python processes load this from the front of PYTHONPATH; it
+# hides TensorFlow from every finder, so that `importlib.util.find_spec` answers None and an
+# import fails, as where it is not installed.
+SMOKE_SITECUSTOMIZE = """\
+# Written by benchmarks/gpu_session.py --smoke: TensorFlow is not installed, as on the device.
+import sys
+
+HIDDEN = ("tensorflow", "tf_keras", "tf_agents", "tensorflow_probability")
+
+
+class Hiding:
+    def __init__(self, finder):
+        self.finder = finder
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in HIDDEN:
+            return None
+        find = getattr(self.finder, "find_spec", None)
+        return find(name, path, target) if find else None
+
+    def __getattr__(self, attribute):
+        return getattr(self.finder, attribute)
+
+
+sys.meta_path[:] = [Hiding(finder) for finder in sys.meta_path]
+"""
+# And --smoke keeps JAX's compiled programs in a persistent cache shared by its parts (the
+# caller's JAX_COMPILATION_CACHE_DIR if set, else one in the session's temporary folder): the
+# parts that train Box-World share their settings (SMOKE_BOXWORLD_FLAGS), so the profile, the
+# loop sweep and the pieces compile the update once. On the device every part compiles its own
+# (compile seconds are among its figures).
+SMOKE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
 _PROBE = """
 import json, platform, sys
 import jax, keras, numpy
@@ -732,11 +776,29 @@ def run_command(command, log_path, box, cwd, env):
     return process.returncode, seconds, timed_out
 
 
+def smoke_env(env, site, cache):
+    """The variables that --smoke sets in a part's environment ``env``: ``site`` (the folder of
+    SMOKE_SITECUSTOMIZE) first on PYTHONPATH; JAX's persistent compilation cache in ``cache``
+    unless ``env`` names one."""
+    path = [site, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != site)]
+    return {"PYTHONPATH": os.pathsep.join(path),
+            "JAX_COMPILATION_CACHE_DIR": env.get("JAX_COMPILATION_CACHE_DIR") or cache,
+            **SMOKE_CACHE_ENV}
+
+
 def _signal_group(process, sig):
     try:
         os.killpg(process.pid, sig)
     except ProcessLookupError:
         pass
+
+
+def children_cpu_seconds():
+    """User + system CPU seconds of this process's finished (waited-for) child processes and
+    theirs: a part's CPU time is the difference across it (on a shared machine its wall clock
+    also counts the others' load)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def tail(path, lines=LOG_TAIL_LINES):
@@ -752,6 +814,7 @@ class Session:
     def __init__(self, args):
         self.args = args
         self.start = time.monotonic()
+        self.cpu_start = children_cpu_seconds()
         self.deadline = self.start + args.budget_seconds
         self.mode = "smoke" if args.smoke else "gpu"
         self.out = os.path.abspath(args.out)
@@ -761,6 +824,10 @@ class Session:
         os.makedirs(self.results_dir)
         self.logs_dir = os.path.join(self.work, "logs")
         os.makedirs(self.logs_dir)
+        self.smoke_site = os.path.join(self.work, "smoke_site")
+        if args.smoke:
+            os.makedirs(self.smoke_site)
+            _write_text(os.path.join(self.smoke_site, "sitecustomize.py"), SMOKE_SITECUSTOMIZE)
         self.python = sys.executable
         self.site = os.path.abspath(args.site) if args.wheels else None
         self.suffix = "smoke" if args.smoke else "gpu"
@@ -784,6 +851,8 @@ class Session:
         path = [p for p in (self.site, HERE, os.environ.get("PYTHONPATH")) if p]
         env["PYTHONPATH"] = os.pathsep.join(path)
         env.update(extra)
+        if self.args.smoke:
+            env.update(smoke_env(env, self.smoke_site, os.path.join(self.work, "jax_cache")))
         return env
 
     def left(self):
@@ -814,9 +883,11 @@ class Session:
         else:
             device["nvidia_smi"] = None
         probe_log = self.log_path("device")
+        cpu = children_cpu_seconds()
         code, seconds, _ = run_command([self.python, "-P", "-c", _PROBE], probe_log,
                                        min(120, max(self.left(), 10)), self.work, self.env())
         device["probe_seconds"] = round(seconds, 1)
+        device["probe_cpu_seconds"] = round(children_cpu_seconds() - cpu, 1)
         lines = [line for line in tail(probe_log, 50).splitlines() if line.startswith("{")]
         if code != 0 or not lines:
             device["error"] = f"the probe exited {code}: see logs.txt (device)"
@@ -879,6 +950,7 @@ class Session:
             return
         entry["box_seconds"] = round(box, 1)
         before = set(os.listdir(self.results_dir))
+        cpu = children_cpu_seconds()
         start = self.part_start = time.monotonic()
         try:
             getattr(self, f"_part_{part}")(entry, box)
@@ -887,6 +959,7 @@ class Session:
             with open(self.log_path(part), "a") as log:
                 log.write(f"gpu_session.py: {entry['error']}\n")
         entry["seconds"] = round(time.monotonic() - start, 1)
+        entry["cpu_seconds"] = round(children_cpu_seconds() - cpu, 1)
         entry["results"] = sorted(set(os.listdir(self.results_dir)) - before)
         compile_seconds = [_compile_seconds(os.path.join(self.results_dir, name))
                            for name in entry["results"] if name.endswith(".json")]
@@ -964,8 +1037,10 @@ class Session:
         # The budget: the box less the process's start and the matmul rates (about 10 s on the
         # H200), and the writing.
         if self.args.smoke:
+            # XLA rows only, as on a GPU (op by op is the CPU's default)
             arguments = ["--only=PrediNet", "--batch=2", "--repeats=1", "--warmup=1",
-                         "--matmul_size=64", f"--time_budget={max(box - 15, 3):.0f}"]
+                         "--matmul_size=64", "--op_by_op=no",
+                         f"--time_budget={max(box - 15, 3):.0f}"]
         else:
             arguments = ["--quick", f"--time_budget={max(box - 25, 10):.0f}"]
         self._run(entry, "accelerator", self._script(
@@ -973,7 +1048,8 @@ class Session:
 
     def _part_env_speed(self, entry, box):
         if self.args.smoke:
-            arguments = ["--levels", "1", "8", "--seconds", "0.2", "--source-levels", "8"]
+            # levels with and without the level sources' rows, as on the GPU
+            arguments = ["--levels", "1", "8", "--seconds", "0.05", "--source-levels", "8"]
         else:
             # What fitted the first H200 window's box (86 s, gpu_costs.json).
             arguments = ["--levels", "1", "4096", "65536", "--seconds", "1",
@@ -988,8 +1064,7 @@ class Session:
         counts = LOOP_ENVS[self.mode]
         extra = []
         if self.args.smoke:
-            extra = ["--flags=--room_size=6 --goal_length=1 --num_distractors=0 "
-                     "--unroll_length=4 --key_dim=8 --head_width=8"]
+            extra = ["--flags=" + " ".join(SMOKE_BOXWORLD_FLAGS)]
         entry["rows"] = []
         for i, num_envs in enumerate(counts):
             left = box - (time.monotonic() - self.part_start)
@@ -997,9 +1072,11 @@ class Session:
             seconds = left * LOOP_SHARES[num_envs] / sum(LOOP_SHARES[n] for n in counts[i:])
             seconds -= GRACE + 1
             # the script asks JAX for the device first (a few seconds), then trains until
-            # --seconds less --allowance and writes the checkpoint
-            allowance = min(30, (seconds - 8) / 2)
-            if seconds - 8 - allowance < 3:
+            # --seconds less --allowance and writes the checkpoint; in --smoke an update or two,
+            # the rest of its share the allowance (the process's start and compilation)
+            allowance = (seconds - 8 - SMOKE_TRAIN_SECONDS if self.args.smoke
+                         else min(30, (seconds - 8) / 2))
+            if seconds - 8 - allowance < 3 or allowance < 1:
                 entry["rows"].append({"num_envs": num_envs, "skipped": f"{left:.0f} s left"})
                 continue
             output = f"benchmarks/results/compiled_loop_speed_{self.suffix}_{num_envs}envs"
@@ -1018,7 +1095,7 @@ class Session:
         # The budget: the box less the process's start and the writing (13 s of the first H200
         # window's 33 s with a budget of 20 s).
         if self.args.smoke:
-            arguments = ["--sizes=64,128", "--batch=1", "--width=16", "--heads=2", "--key_dim=8",
+            arguments = ["--sizes=64", "--batch=1", "--width=16", "--heads=2", "--key_dim=8",
                          "--chunk=32", "--window=4,4", "--steps=1", "--rounds=1",
                          f"--time_budget={max(box - 12, 1):.0f}"]
         else:
@@ -1181,6 +1258,7 @@ class Session:
     def write_out(self):
         """Brings --out up to date: session.json, summary.md, logs.txt, results.tar.gz."""
         self.record["wall_seconds"] = round(time.monotonic() - self.start, 1)
+        self.record["cpu_seconds"] = round(children_cpu_seconds() - self.cpu_start, 1)
         _write_text(os.path.join(self.out, "session.json"),
                     json.dumps(self.record, indent=1, default=str) + "\n")
         logs = []
@@ -1205,17 +1283,19 @@ class Session:
                  f"({device.get('platform')}); JAX {device.get('jax')}, Keras "
                  f"{device.get('keras')}, Python {device.get('python')}. Setup "
                  f"{self.record['setup'].get('seconds')} s; wall "
-                 f"{self.record.get('wall_seconds')} s of {self.args.budget_seconds:g}.", "",
-                 "| part | box (s) | seconds | exit | stopped at its box | results |",
-                 "|---|---|---|---|---|---|"]
+                 f"{self.record.get('wall_seconds')} s of {self.args.budget_seconds:g}; CPU "
+                 f"{self.record.get('cpu_seconds')} s (the parts' processes).", "",
+                 "| part | box (s) | seconds | CPU seconds | exit | stopped at its box | results |",
+                 "|---|---|---|---|---|---|---|"]
         for part, _, _, _ in self.plan:
             e = self.record["parts"].get(part)
             if e is None:
-                lines.append(f"| {part} | | | not reached | | |")
+                lines.append(f"| {part} | | | | not reached | | |")
             elif "skipped" in e:
-                lines.append(f"| {part} | | | skipped: {e['skipped']} | | |")
+                lines.append(f"| {part} | | | | skipped: {e['skipped']} | | |")
             else:
                 lines.append(f"| {part} | {e['box_seconds']} | {e.get('seconds')} | "
+                             f"{e.get('cpu_seconds')} | "
                              f"{e.get('exit_code')}{'; ' + e['error'] if e.get('error') else ''} | "
                              f"{e.get('timed_out')} | "
                              f"{', '.join(e.get('results', []))} |")
@@ -1265,7 +1345,7 @@ def simplicial_kernel_command(box, smoke, output):
     """The simplicial_kernel part's ``benchmarks/simplicial_kernel_speed.py`` arguments: Roy et
     al.'s N = 4k-64k within the box (less 15 s: the process's start and the writing), N = 16,384
     (the kernel's goal) first, so that a short box still measures it."""
-    sizes = "64,128" if smoke else "16384,4096,65536,8192,32768"
+    sizes = "32" if smoke else "16384,4096,65536,8192,32768"
     return ["simplicial_kernel_speed.py", f"--sizes={sizes}",
             f"--time_budget={max(box - 15, 3):.0f}", f"--output={output}",
             *(["--smoke"] if smoke else [])]
@@ -1425,7 +1505,8 @@ def main(argv=None):
             entry = session.record["parts"][part]
             print(f"[{time.monotonic() - session.start:5.0f} s] {part}: "
                   + (f"skipped ({entry['skipped']})" if "skipped" in entry else
-                     f"exit {entry.get('exit_code')} in {entry.get('seconds')} s, results "
+                     f"exit {entry.get('exit_code')} in {entry.get('seconds')} s ("
+                     f"{entry.get('cpu_seconds')} s CPU), results "
                      f"{entry.get('results')}" + (f", error: {entry['error']}"
                                                   if entry.get("error") else "")), flush=True)
             session.write_out()

@@ -47,9 +47,11 @@ import update_cost_analysis  # noqa: E402
 PARTS = ("environment", "acting", "learning", "other")
 TOP_KERNELS = 30
 MAX_GAPS_LISTED = 20
-SMOKE = dict(num_envs=4, unroll_length=4, test_presets=(), level=dict(
-    goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot"),
-    model=dict(key_dim=8, mlp_hidden_units=(8,), head_units=(8,), conv_filters=(8, 8)))
+# --smoke: gpu_session.py --smoke's Box-World (its SMOKE_BOXWORLD_FLAGS and SMOKE_NUM_ENVS), so
+# that its parts compile one update (its compilation cache).
+SMOKE = dict(num_envs=2, unroll_length=4, test_presets=(),
+             level=dict(goal_length=(1,), num_distractors=(0,), room_size=6),
+             model=dict(key_dim=8, head_units=(8,) * 4))
 
 _CONTROL_FLOW = re.compile(r"^(while|conditional|call)(\.\d+)?$")
 _OP_NAME = re.compile(r'^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*op_name="([^"]*)"')
@@ -259,7 +261,7 @@ def parse_args(argv=None):
     parser.add_argument("--preset", default="zambaldi_fig3_relational",
                         help="a preset of keras_relational.agents.presets")
     parser.add_argument("--num_envs", type=int, default=None,
-                        help="environments (default: the preset's; --smoke: 4)")
+                        help="environments (default: the preset's; --smoke: 2)")
     parser.add_argument("--updates", type=int, default=5, help="updates traced")
     parser.add_argument("--level_source", default="device", choices=("device", "numpy"))
     parser.add_argument("--dtype_policy", default=None, help="default: the preset's")

@@ -123,11 +123,12 @@ def dot_product():
     return CausalMultiHeadAttention(num_heads=ARGS.heads, key_dim=ARGS.key_dim, use_bias=False)
 
 
-def compiled_programs(layer, length):
-    """(forward, forward-and-backward) compiled for ``[batch, length, width]`` inputs."""
+def compiled_programs(layer, length, with_forward=True):
+    """(forward, forward-and-backward) compiled for ``[batch, length, width]`` inputs (forward
+    None unless ``with_forward``)."""
     x = jnp.asarray(np.random.RandomState(0).normal(
         size=(ARGS.batch, length, ARGS.width)).astype("float32"))
-    layer(x)  # builds
+    layer(keras.KerasTensor(x.shape, x.dtype))  # builds; symbolic: runs no op (nor compiles)
     trainable = [v.value for v in layer.trainable_variables]
     non_trainable = [v.value for v in layer.non_trainable_variables]
 
@@ -139,7 +140,7 @@ def compiled_programs(layer, length):
         return jnp.sum(jnp.square(forward(trainable, x).astype("float32")))
 
     grad = jax.grad(loss, argnums=(0, 1))
-    forward_c = jax.jit(forward).lower(trainable, x).compile()
+    forward_c = jax.jit(forward).lower(trainable, x).compile() if with_forward else None
     step_c = jax.jit(grad).lower(trainable, x).compile()
     return (forward_c, step_c), (trainable, x)
 
@@ -163,7 +164,7 @@ def measure(make_layer, length, make_unchunked=None):
         flops = cost(step) + attention_model_flops(layer, length)
     else:
         flops = cost(step if make_unchunked is None
-                     else compiled_programs(make_unchunked(), length)[0][1])
+                     else compiled_programs(make_unchunked(), length, with_forward=False)[0][1])
     jax.block_until_ready(step(*args))  # warm-up
 
     def run():

@@ -401,11 +401,42 @@ def test_the_run_archive_keeps_the_newest_checkpoint_only(tmp_path):
     assert gpu_session.newest_checkpoint_step(unpacked) == 200
 
 
-def _smoke(out, *argv, budget=540):
+def test_the_smoke_runs_its_parts_without_tensorflow_and_with_a_compilation_cache(tmp_path):
+    """--smoke's parts see no TensorFlow, as on the device (`find_spec` answers None, an import
+    fails) and keep JAX's compiled programs in one cache: the caller's, or the session's."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(gpu_session.SMOKE_SITECUSTOMIZE)
+    env = dict(os.environ, **gpu_session.smoke_env(
+        {"PYTHONPATH": os.pathsep.join(["/x", str(site)])}, str(site), "/session/cache"))
+    assert env["PYTHONPATH"] == os.pathsep.join([str(site), "/x"])
+    assert env["JAX_COMPILATION_CACHE_DIR"] == "/session/cache"
+    mine = gpu_session.smoke_env({"JAX_COMPILATION_CACHE_DIR": "/mine"}, str(site), "/cache")
+    assert mine["JAX_COMPILATION_CACHE_DIR"] == "/mine"
+    code = ("import importlib.util, json, sys\n"
+            "hidden = [importlib.util.find_spec(n) for n in ('tensorflow', 'tf_keras')]\n"
+            "try:\n    import tensorflow\nexcept ModuleNotFoundError as error:\n"
+            "    refused = str(error)\n"
+            "print(json.dumps([hidden, refused, importlib.util.find_spec('tarfile') is not None,"
+            " 'tensorflow' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == [[None, None], "No module named 'tensorflow'", True, False]
+
+
+@pytest.fixture(scope="module")
+def smoke_cache(tmp_path_factory):
+    """One JAX compilation cache for this module's smoke sessions: their Box-World parts train
+    one tiny update (gpu_session.SMOKE_BOXWORLD_FLAGS), compiled by the first of them."""
+    return str(tmp_path_factory.mktemp("jax_cache"))
+
+
+def _smoke(out, *argv, cache, budget=540):
     command = [sys.executable, _SCRIPT, "--smoke", f"--out={out}", f"--budget_seconds={budget}",
                *argv]
     done = subprocess.run(command, capture_output=True, text=True, timeout=budget + 60,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                                   JAX_COMPILATION_CACHE_DIR=cache))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with open(os.path.join(out, "session.json")) as f:
         return json.load(f)
@@ -413,9 +444,10 @@ def _smoke(out, *argv, budget=540):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
+def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path, smoke_cache):
     # The lane (one layer case on the CPU), a Table 1 cell of RN and the long run's first piece.
-    first = _smoke(tmp_path / "one", "--parts=lane_layers,predinet,long_run", budget=300)
+    first = _smoke(tmp_path / "one", "--parts=lane_layers,predinet,long_run", budget=300,
+                   cache=smoke_cache)
     files = sorted(os.listdir(tmp_path / "one"))
     assert files == ["logs.txt", "results.tar.gz", "session.json", "summary.md",
                      "zambaldi_fig3_relational.tar.gz"]
@@ -450,7 +482,7 @@ def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
 
     # The next session's piece continues the run's step count.
     second = _smoke(tmp_path / "two", "--parts=long_run", f"--resume_archive={archive}",
-                    budget=240)
+                    budget=240, cache=smoke_cache)
     piece = second["parts"]["long_run"]
     assert piece["exit_code"] == 0 and piece["start_step"] == run["end_step"]
     assert piece["end_step"] > run["end_step"]
@@ -465,12 +497,12 @@ def test_a_smoke_session_and_a_second_piece_from_its_archive(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_train_plan_continues_its_queued_job_from_the_archive(tmp_path):
+def test_the_train_plan_continues_its_queued_job_from_the_archive(tmp_path, smoke_cache):
     queue = _queue(tmp_path / "queue.json", [dict(_JOB, frame_target=10**9)])
     runs = tmp_path / "runs"
     runs.mkdir()
     flags = [f"--queue={queue}", f"--runs_dir={runs}"]
-    first = _smoke(tmp_path / "one", *flags, "--plan=train")
+    first = _smoke(tmp_path / "one", *flags, "--plan=train", cache=smoke_cache)
     assert [p["part"] for p in first["plan"]] == ["profile", "queue"]
     profile = first["parts"]["profile"]
     assert profile["exit_code"] == 0 and not profile["timed_out"], profile
@@ -482,7 +514,7 @@ def test_the_train_plan_continues_its_queued_job_from_the_archive(tmp_path):
                                                     "session.json", "summary.md"]
     # The archive comes back to the runs folder (the lead commits it): the next piece goes on.
     os.replace(tmp_path / "one" / "fig3.tar.gz", runs / "fig3.tar.gz")
-    second = _smoke(tmp_path / "two", *flags, "--parts=queue")
+    second = _smoke(tmp_path / "two", *flags, "--parts=queue", cache=smoke_cache)
     again = second["parts"]["queue"]
     assert again["exit_code"] == 0 and again["start_step"] == piece["end_step"]
     assert again["end_step"] > piece["end_step"]
@@ -494,8 +526,8 @@ def test_the_train_plan_continues_its_queued_job_from_the_archive(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_measure_plan_completes_every_part_it_starts_in_smoke(tmp_path):
-    session = _smoke(tmp_path / "out", "--plan=measure")
+def test_the_measure_plan_completes_every_part_it_starts_in_smoke(tmp_path, smoke_cache):
+    session = _smoke(tmp_path / "out", "--plan=measure", cache=smoke_cache)
     assert [p["part"] for p in session["plan"]] == list(gpu_session.PLANS["measure"])
     assert session["wall_seconds"] < 540
     for part in ("lane_layers", "lane_16bit", "lane_models"):  # first: their time is planned
