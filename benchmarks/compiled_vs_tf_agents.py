@@ -74,8 +74,7 @@ def _compiled_split(config):
     compiled = loop.CompiledLoop(environment, model,
                                  make_optimizer(config.optimizer_name(), config.learning_rate),
                                  config)
-    banks = levels.LevelBanks(environment, config.levels_per_bank,
-                              config.max_levels_per_update, config.seed)
+    banks = levels.LevelBanks.for_config(environment, config)
     state = compiled.initial_state(banks.bank)
     seconds = {}
     for name, function in (("update", compiled.update), ("acting", compiled.collect)):

@@ -167,8 +167,7 @@ def profile(args):
     started = time.perf_counter()
     config, environment, model, compiled = update_cost_analysis.build(
         args.preset, num_envs, args.dtype_policy, level_source=args.level_source, **overrides)
-    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
-                              config.seed)
+    banks = levels.LevelBanks.for_config(environment, config)
     try:
         state = compiled.initial_state(banks.bank)
         banks.record(config.num_envs)

@@ -20,23 +20,24 @@ from keras_relational.environments.tensor_random import seed_state
 class LevelBanks:
     """The current bank and the next one, drawn in a background thread while the device runs.
 
-    A bank serves updates until the levels it has left could run out within the next update;
-    then the next bank takes over (every episode gets a level no episode played before).
+    A bank serves compiled calls until the levels it has left could run out within the next
+    one; then the next bank takes over (every episode gets a level no episode played before).
+    :meth:`for_config` builds it from a ``CompiledConfig``.
 
     Args:
         environment: a tensor BoxWorld (``level_bank(num_levels, seed)``).
         levels_per_bank: levels per bank.
-        max_levels_per_update: the most levels one compiled call (its updates) can start.
+        max_levels_per_call: the most levels one compiled call (its updates) can start.
         seed: the run's seed.
         bank_index, levels_used: where to start (a checkpoint's :attr:`position`); a fresh run
             starts bank 0 with the levels its ``reset`` takes.
     """
 
-    def __init__(self, environment, levels_per_bank, max_levels_per_update, seed, bank_index=0,
+    def __init__(self, environment, levels_per_bank, max_levels_per_call, seed, bank_index=0,
                  levels_used=0):
         self._environment = environment
         self._levels_per_bank = levels_per_bank
-        self._max_levels_per_update = max_levels_per_update
+        self._max_levels_per_call = max_levels_per_call
         self._seed = seed
         self.bank_index = bank_index
         self.levels_used = levels_used
@@ -48,6 +49,13 @@ class LevelBanks:
             self._stream = environment.bank_stream(levels_per_bank, seed, prefetch=1,
                                                    start=bank_index)
         self.bank = self._to_device(self._draw())
+
+    @classmethod
+    def for_config(cls, environment, config, bank_index=0, levels_used=0):
+        """The banks of a run of ``config`` (a ``CompiledConfig``: its bank size, the levels
+        one of its compiled calls can start, its seed), from ``(bank_index, levels_used)``."""
+        return cls(environment, config.levels_per_bank, config.max_levels_per_call, config.seed,
+                   bank_index, levels_used)
 
     def _draw(self):
         """Bank ``bank_index``: the stream's next, or drawn by the device now."""
@@ -62,8 +70,8 @@ class LevelBanks:
         return {key: keras.ops.convert_to_tensor(value) for key, value in bank.items()}
 
     def for_update(self):
-        """The bank the next update reads (the next bank once this one could run out)."""
-        if self.levels_used + self._max_levels_per_update > self._levels_per_bank:
+        """The bank the next compiled call reads (the next bank once this one could run out)."""
+        if self.levels_used + self._max_levels_per_call > self._levels_per_bank:
             self.bank_index += 1
             self.levels_used = 0
             self.bank = self._to_device(self._draw())

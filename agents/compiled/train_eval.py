@@ -91,8 +91,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     environment, model, compiled = build_loop(config)
     optimizer = compiled.optimizer
 
-    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_call,
-                              config.seed)
+    banks = levels.LevelBanks.for_config(environment, config)
     state = compiled.initial_state(banks.bank)
     banks.record(config.num_envs)  # reset started levels 0..num_envs-1
     restored = checkpointing.restore(root_dir, state, warn=print_fn)
@@ -111,8 +110,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                 f"`updates_per_call` (--updates_per_call={config.updates_per_call}) must divide "
                 f"the step the run in {root_dir} resumes from, received train step "
                 f"{start_step}.")
-        banks = levels.LevelBanks(environment, config.levels_per_bank,
-                                  config.max_levels_per_call, config.seed, **meta["banks"])
+        banks = levels.LevelBanks.for_config(environment, config, **meta["banks"])
         print_fn(f"Resuming from {root_dir}: train step {start_step}")
     print_fn(f"Training {config.agent} agent ({model.count_params():,} parameters, "
              f"{config.algorithm}, compiled under {keras.backend.backend()}) on "

@@ -103,8 +103,7 @@ def test_one_update_changes_every_weight_and_is_finite():
     model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
                            **config.model_kwargs)()
     compiled = loop.CompiledLoop(environment, model, make_optimizer("rmsprop", 1e-3), config)
-    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
-                              seed=0)
+    banks = levels.LevelBanks.for_config(environment, config)
     state = compiled.initial_state(banks.bank)
     before = [keras.ops.convert_to_numpy(w) for w in state["trainable"]]
     state, metrics = compiled.update(state, banks.for_update())

@@ -115,8 +115,7 @@ def test_the_metrics_of_an_update_hold_the_clipped_norm_and_finite_weights():
     model = agent_model_fn(config.agent, spec.shape, 4, observation_dtype=spec.dtype,
                            **config.model_kwargs)()
     compiled = loop.CompiledLoop(environment, model, make_optimizer("adam", 1e-3), config)
-    banks = levels.LevelBanks(environment, config.levels_per_bank, config.max_levels_per_update,
-                              seed=0)
+    banks = levels.LevelBanks.for_config(environment, config)
     state = compiled.initial_state(banks.bank)
     _, metrics = compiled.update(state, banks.for_update())
     banks.close()
