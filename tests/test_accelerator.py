@@ -195,8 +195,8 @@ def test_mhdpa_flash_path_on_gpu_is_as_accurate_as_the_einsum_path(masked):
 
     if keras.backend.backend() != "jax":
         # TensorFlow's ops.dot_product_attention computes logits and softmax in the compute
-        # dtype: under bf16 its output is 5 % of the largest value off float32, the einsum
-        # path's 0.9 % (measured on the CPU); the layer's default never takes it there.
+        # dtype, and under bf16 this test fails there (run on the CPU): the layer's default
+        # never takes that path.
         pytest.skip("the flash path is the default under JAX only")
     rng = np.random.default_rng(0)
     batch, entities, width = 2, 196, 64

@@ -109,9 +109,9 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
     i.e. Keras' XLA form under JAX). cuDNN's form (an online softmax, a masked logit plus
     ``-0.7 * finfo(dtype).max`` as a bias) is not yet compared on a GPU: the accelerator lane's
     ``test_mhdpa_flash_path_on_gpu_is_as_accurate_as_the_einsum_path`` does. Under TensorFlow,
-    ``keras.ops.dot_product_attention`` computes logits and softmax in the compute dtype: in
-    bfloat16, 5 % of the largest output off the float32 layer at N = 196, against 0.9 % for the
-    matmul form (measured on the CPU), which is why the default never takes it there.
+    ``keras.ops.dot_product_attention`` computes logits and softmax in the compute dtype, so in
+    bfloat16 it is several times further from the float32 layer than the matmul form (that test,
+    run on the CPU under TensorFlow), which is why the default never takes it there.
     ``benchmarks/accelerator.py`` times the two paths (its two
     ``MultiHeadDotProductAttention[N=196]`` rows).
     ``flash_attention=True`` always takes ``keras.ops.dot_product_attention`` (JAX or
@@ -379,8 +379,7 @@ class MultiHeadDotProductAttention(keras.layers.Layer):
             # The logit scale is already folded into q (scale=1). Keras' form under JAX: float32
             # logits and softmax, a masked logit replaced by -0.7 * finfo.max, weights cast to
             # v's dtype before the product with v, as _compute_attention. Under TensorFlow the
-            # logits and softmax are in the compute dtype: in bf16 5 % of the largest output off
-            # float32 at N = 196, against 0.9 % for the einsum path (tests/test_accelerator.py).
+            # logits and softmax are in the compute dtype (see the class docstring).
             outputs = ops.dot_product_attention(q, k, v, mask=allowed, scale=1.0)  # [B,N,H,dv]
         else:
             q, k, v = self._project(entities)
