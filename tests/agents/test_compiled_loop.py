@@ -20,8 +20,6 @@ import pytest
 from keras_relational import without_tensorflow
 from keras_relational.agents.compiled import checkpointing, levels, loop
 from keras_relational.agents.compiled import train_eval as compiled_train_eval
-from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.config import TrainConfig
 from keras_relational.agents.networks import agent_model_fn
 from keras_relational.agents.optimizers import make_optimizer
 
@@ -40,20 +38,6 @@ def _vtrace_case(seed):
     case["mask"] = (np.random.RandomState(seed + 100).uniform(size=case["rewards"].shape)
                     > 0.2).astype("float32")
     return case
-
-
-def test_config_validation_and_trainer_flag():
-    assert CompiledConfig.from_train_config(TrainConfig(num_envs=5)).num_envs == 5
-    with pytest.raises(ValueError, match="trainer='compiled'.*algorithm"):
-        TrainConfig(trainer="compiled", algorithm="ppo")
-    with pytest.raises(ValueError, match="trainer"):
-        TrainConfig(trainer="anakin")
-    with pytest.raises(ValueError, match="level_bank_size"):
-        CompiledConfig(num_envs=4, unroll_length=4, level_bank_size=5)
-    with pytest.raises(ValueError, match="`level_source` to be one of.*level_source=.gpu."):
-        CompiledConfig(level_source="gpu")
-    with pytest.raises(ValueError, match="`level_source` must be 'numpy' with trainer='tf_agents'"):
-        TrainConfig(level_source="device")
 
 
 def test_device_level_banks_are_drawn_by_seed_and_position():

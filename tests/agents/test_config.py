@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from keras_relational import environments
+from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.config import TrainConfig, environment_config, preset_environment
 from keras_relational.agents.tf_agents.train_eval import make_config
 
@@ -82,3 +83,17 @@ def test_the_binary_flags_default_to_the_config():
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ok" in done.stdout
     assert not [f for f in dataclasses.fields(TrainConfig) if "help" not in f.metadata]
+
+
+def test_config_validation_and_trainer_flag():
+    assert CompiledConfig.from_train_config(TrainConfig(num_envs=5)).num_envs == 5
+    with pytest.raises(ValueError, match="trainer='compiled'.*algorithm"):
+        TrainConfig(trainer="compiled", algorithm="ppo")
+    with pytest.raises(ValueError, match="trainer"):
+        TrainConfig(trainer="anakin")
+    with pytest.raises(ValueError, match="level_bank_size"):
+        CompiledConfig(num_envs=4, unroll_length=4, level_bank_size=5)
+    with pytest.raises(ValueError, match="`level_source` to be one of.*level_source=.gpu."):
+        CompiledConfig(level_source="gpu")
+    with pytest.raises(ValueError, match="`level_source` must be 'numpy' with trainer='tf_agents'"):
+        TrainConfig(level_source="device")
