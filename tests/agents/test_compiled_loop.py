@@ -1,17 +1,20 @@
 """The compiled actor-learner loop (keras_relational.agents.compiled): V-trace in keras.ops, the
 learner against the TF-Agents agent on one unroll, one update, train_eval with its outputs, resume
-equality, and the same under JAX without TensorFlow.
+equality (after a stop and after kill -9), and the same under JAX without TensorFlow.
 
-The in-process tests run under the suite's backend (TensorFlow); one subprocess runs JAX.
+The in-process tests run under the suite's backend (TensorFlow); the resume test runs the
+``train_boxworld`` binary in subprocesses, and one subprocess runs JAX.
 """
 
 import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import keras
 import numpy as np
@@ -106,6 +109,24 @@ def _final_checkpoint(root):
         return {key: data[key] for key in data.files}
 
 
+def _checkpoint(root, step):
+    with np.load(os.path.join(checkpointing.checkpoint_dir(root), f"ckpt-{step}.npz")) as data:
+        return {key: data[key] for key in data.files}
+
+
+def _steps(root):
+    return [int(os.path.basename(path)[len("ckpt-"):-len(".npz")])
+            for path in checkpointing.checkpoints(root)]
+
+
+def _assert_same_state(again, reference):
+    assert sorted(again) == sorted(reference)
+    for key in reference:
+        if key != "meta":
+            np.testing.assert_array_equal(again[key], reference[key], err_msg=key)
+    assert json.loads(str(again["meta"])) == json.loads(str(reference["meta"]))
+
+
 def _event_scalars(directory):
     import tensorflow as tf
 
@@ -116,72 +137,136 @@ def _event_scalars(directory):
     return tags
 
 
-@pytest.mark.slow  # three runs, each compiling its update (about a minute on 2 idle cores)
-def test_train_eval_outputs_and_resume_equals_uninterrupted_run(tmp_path, monkeypatch):
-    lines = []
+# The binary's flags (``train_boxworld --trainer=compiled``) of every run below.
+_FLAGS = dict(trainer="compiled", goal_length="1", num_distractors="0", room_size="5",
+              observation_type="one_hot", num_envs="2", unroll_length="3", key_dim="8",
+              head_width="8", log_interval="1", checkpoint_interval="1", eval_episodes="0")
+
+
+def _command(root, num_iterations, *extra):
+    return [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
+            f"--root_dir={root}", f"--num_iterations={num_iterations}",
+            *(f"--{name}={value}" for name, value in _FLAGS.items()), *extra]
+
+
+def _binary_config(import_binary, num_iterations, **changed):
+    """The config the binary builds from ``_command``'s flags (``changed``: other values)."""
+    from absl import flags
+    from absl.testing import flagsaver
+
+    train_boxworld = import_binary("train_boxworld")
+    was_parsed = flags.FLAGS.is_parsed()
+    with flagsaver.as_parsed(num_iterations=str(num_iterations), **dict(_FLAGS, **changed)):
+        flags.FLAGS.mark_as_parsed()
+        try:
+            return train_boxworld.config_from_flags()
+        finally:
+            if not was_parsed:
+                flags.FLAGS.unparse_flags()
+
+
+@pytest.mark.slow  # four runs of the binary (two compile their update), one in this process
+def test_train_eval_outputs_and_resumes_after_a_stop_and_a_kill_9_equal_the_uninterrupted_run(
+        tmp_path, import_binary):
+    """One uninterrupted run of ``train_boxworld --trainer=compiled`` (its outputs checked) is
+    the reference of two resumes: a run killed with SIGKILL after its second checkpoint and
+    restarted, then stopped at its ``--num_iterations`` and restarted with a larger one. Each
+    ends with the uninterrupted run's checkpoint (every array and the metadata), result and
+    curve. The binary's runs share one XLA compilation cache (a fresh run's update, then a
+    resumed run's: TensorFlow traces the two apart), so only the first of each kind compiles."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_XLA_FLAGS=" ".join(filter(None, (
+        os.environ.get("TF_XLA_FLAGS"),
+        f"--tf_xla_persistent_cache_directory={tmp_path / 'xla_cache'}"))))
+
+    def run(*arguments):
+        done = subprocess.run(_command(*arguments), cwd=_REPO_ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout.splitlines()
+
+    # Killed with SIGKILL once its second checkpoint is written, then restarted.
+    root = str(tmp_path / "killed")
+    process = subprocess.Popen(_command(root, 100_000), cwd=_REPO_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and not [s for s in _steps(root) if s >= 2]:
+            time.sleep(0.05)
+            assert process.poll() is None, "training process died before a checkpoint"
+        assert [s for s in _steps(root) if s >= 2], "no checkpoint within 600 s"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    killed_at = _steps(root)[-1]  # the newest complete checkpoint (written whole, renamed)
+    final = killed_at + 2
+    lines = run(root, final)
+    assert f"Resuming from {root}: train step {killed_at}" in lines, lines
+
+    # The uninterrupted run, one update longer (the stop below continues to it), evaluated and
+    # exported: its outputs.
     whole = str(tmp_path / "whole")
-    result = compiled_train_eval.train_eval(whole, num_iterations=3, checkpoint_interval=1,
-                                            eval_episodes=2, eval_num_envs=2,
-                                            print_fn=lines.append, **_TINY)
-    assert result["train_step"] == 3 and result["frames"] == 3 * 3 * 4
-    assert [entry["step"] for entry in result["history"]] == [1, 2, 3]
+    frames_per_update = int(_FLAGS["num_envs"]) * int(_FLAGS["unroll_length"])
+    lines = run(whole, final + 1, "--eval_episodes=2", "--eval_num_envs=2")
+    with open(os.path.join(whole, "result.json")) as f:
+        result = json.load(f)
+    assert result["train_step"] == final + 1 and result["frames"] == (final + 1) * frames_per_update
+    assert [entry["step"] for entry in result["history"]] == list(range(1, final + 2))
     # No acting share: acting runs inside the compiled update (agents/compiled/progress.py).
     assert sum(line.startswith("step ") and "frames/s" in line and "acting" not in line
-               for line in lines) == 3, lines
-    assert any(line.startswith("eval @ step 3: solved") for line in lines), lines
-    with open(os.path.join(whole, "result.json")) as f:
-        assert json.load(f)["train_step"] == 3
+               for line in lines) == final + 1, lines
+    assert any(line.startswith(f"eval @ step {final + 1}: solved") for line in lines), lines
     # TF-Agents' collect metrics, in the TF-Agents trainer's directory (docs/tensorboard.md).
     assert {"Metrics/NumberOfEpisodes", "Metrics/EnvironmentSteps",
             "Metrics/EnvironmentStepsPerSecond"} <= _event_scalars(os.path.join(whole, "collect"))
     assert "Losses/loss" in _event_scalars(os.path.join(whole, "train"))
     assert "eval/solve_rate" in _event_scalars(os.path.join(whole, "eval"))
     reloaded = keras.saving.load_model(result["keras_file"])
+    assert reloaded.get_weights()  # the exported model holds weights
     assert os.path.exists(os.path.join(result["keras_model_dir"], "saved_model.pb"))
-    final = _final_checkpoint(whole)
-    trained = [w for w in reloaded.get_weights()]
     assert len(checkpointing.checkpoints(whole)) == checkpointing.KEEP
+    assert _steps(whole) == [final, final + 1]
 
-    # Stopped after 2 updates and restarted: the same state as the uninterrupted run. These
-    # two runs' exports (checked above) are not what is compared: skipped.
-    monkeypatch.setattr(compiled_train_eval, "export_keras_model",
-                        lambda model, root_dir: (None, None, None))
-    resumed = str(tmp_path / "resumed")
-    compiled_train_eval.train_eval(resumed, num_iterations=2, eval_episodes=0,
-                                   print_fn=lambda line: None, **_TINY)
-    lines = []
-    compiled_train_eval.train_eval(resumed, num_iterations=3, eval_episodes=0,
-                                   print_fn=lines.append, **_TINY)
-    assert lines[0] == f"Resuming from {resumed}: train step 2", lines
-    again = _final_checkpoint(resumed)
-    assert sorted(again) == sorted(final)
-    for key in final:
-        if key != "meta":
-            np.testing.assert_array_equal(again[key], final[key], err_msg=key)
-    assert json.loads(str(again["meta"])) == json.loads(str(final["meta"]))
-    assert trained  # the exported model holds weights
+    # The killed and restarted run: the uninterrupted run's state, result and curve at `final`.
+    _assert_same_state(_final_checkpoint(root), _checkpoint(whole, final))
+    with open(os.path.join(root, "result.json")) as f:
+        resumed = json.load(f)
+    assert resumed["train_step"] == final and resumed["frames"] == final * frames_per_update
+    timeless = lambda rows: [(r["step"], r["solve_rate"], r["average_return"])  # noqa: E731
+                             for r in rows]
+    from keras_relational.agents import curves
+
+    assert timeless(curves.read_curve(root)) == timeless(curves.read_curve(whole))[:final]
+
+    # Stopped at its --num_iterations and restarted with one more: the uninterrupted run's
+    # state and curve.
+    lines = run(root, final + 1)
+    assert lines[0] == f"Resuming from {root}: train step {final}", lines
+    _assert_same_state(_final_checkpoint(root), _final_checkpoint(whole))
+    assert timeless(curves.read_curve(root)) == timeless(curves.read_curve(whole))
 
     # Resumed with another network: refused naming the flag, before any checkpoint is read
     # (issue 48: an error about array shapes); another learning rate only when allowed, then
     # logged and applied over the restored optimizer's.
     from keras_relational import run_settings
 
-    wider = dict(_TINY, model_kwargs=dict(_TINY["model_kwargs"], head_units=(16,), key_dim=4))
+    wider = _binary_config(import_binary, final + 2, head_width="16", key_dim="4")
     with pytest.raises(run_settings.SettingsError,
-                       match=r"--head_width \(head_units\): \[8\] in the run, \[16\] now; "
-                             r"--key_dim: 8 in the run, 4 now"):
-        compiled_train_eval.train_eval(resumed, num_iterations=4, **wider)
+                       match=r"--head_width \(head_units\): \[8, 8, 8, 8\] in the run, "
+                             r"\[16, 16, 16, 16\] now; --key_dim: 8 in the run, 4 now"):
+        compiled_train_eval.train_eval(root, wider)
     with pytest.raises(run_settings.SettingsError,
                        match=r"--learning_rate: 0\.0002 in the run, 0\.001 now.*"
                              r"--allow_changed_hyperparameters"):
-        compiled_train_eval.train_eval(resumed, num_iterations=4, learning_rate=1e-3, **_TINY)
-    lines = []
-    compiled_train_eval.train_eval(resumed, num_iterations=4, learning_rate=1e-3, eval_episodes=0,
-                                   allow_changed_hyperparameters=True, print_fn=lines.append,
-                                   **_TINY)
+        compiled_train_eval.train_eval(
+            root, _binary_config(import_binary, final + 2, learning_rate="1e-3"))
+    lines = []  # in this process: the new learning rate compiles another update anyway
+    compiled_train_eval.train_eval(
+        root, _binary_config(import_binary, final + 2, learning_rate="1e-3"),
+        allow_changed_hyperparameters=True, print_fn=lines.append)
     assert "changed optimizer hyperparameters (--learning_rate: 0.0002 in the run, 0.001 now" \
         in lines[0], lines
-    rates = [float(a) for a in _final_checkpoint(resumed).values() if a.dtype == np.float32
+    rates = [float(a) for a in _final_checkpoint(root).values() if a.dtype == np.float32
              and a.shape == () and np.isclose(a, (2e-4, 1e-3)).any()]
     assert rates and np.allclose(rates, 1e-3), rates
 
@@ -260,7 +345,7 @@ def test_under_jax_without_tensorflow(tmp_path):
 
 @pytest.mark.parametrize("flag, message", [
     ("--trainer=anakin", "--trainer"),
-    ("--algorithm=ppo", "trainer='compiled'"),
+    ("--algorithm=ppo", "--algorithm: expected only with --trainer=tf_agents"),
 ])
 def test_binary_rejects_bad_trainer_flags_before_training(tmp_path, flag, message):
     command = [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
