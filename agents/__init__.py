@@ -7,7 +7,9 @@ side effect: only :mod:`keras_relational.agents.tf_agents` routes ``tf.keras`` t
 The shared core (pure Python or ``keras.ops``, any backend):
 
 * ``config``: the hyperparameters both trainers share (:class:`TrainConfig`, the papers'
-  defaults), the environment configs and what a resume may change.
+  defaults), the TF-Agents trainer's (:class:`TFAgentsConfig`; the compiled trainer's
+  ``CompiledConfig`` is in ``compiled.config``), the environment configs and what a resume may
+  change.
 * ``presets``: the papers' named runs (Zambaldi et al. 2019, Clift et al. 2020) and fast ones.
 * ``networks``: the Keras 3 networks an agent name stands for.
 * ``vtrace``: V-trace targets in ``keras.ops`` (Espeholt et al. 2018), used by both trainers.

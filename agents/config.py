@@ -1,8 +1,13 @@
-"""The hyperparameters of a Box-World training run: one dataclass, the papers' defaults.
+"""The hyperparameters of a Box-World training run: a dataclass per trainer, the papers' defaults.
 
-:class:`TrainConfig` is the single source of every default of ``train_eval`` and of the flags of
-``python -m keras_relational.experiments.train_boxworld`` (which generates its flags from the
-fields below and their ``help``). The environment is an environment config object,
+:class:`TrainConfig` holds the settings both trainers share (levels, network, V-trace loss,
+optimizer, intervals, evaluation, seed, dtype policy) and is the single source of their defaults;
+each trainer configures a run with its subclass, which adds only what that trainer has:
+:class:`TFAgentsConfig` (``trainer="tf_agents"``: algorithm, actors, Ray, TF-Agents' policy
+checkpoints) and ``keras_relational.agents.compiled.config.CompiledConfig``
+(``trainer="compiled"``: level source and banks, updates per call, learner minibatches,
+devices). The flags of ``python -m keras_relational.experiments.train_boxworld`` are generated
+from the fields and their ``help``. The environment is an environment config object,
 ``keras_relational.environments.BoxWorldConfig`` (Zambaldi et al. 2019) or
 ``keras_relational.environments.BridgeConfig`` (Clift et al. 2020); the network's own
 hyperparameters are the defaults of its builder in ``keras_relational.models.boxworld_agents``,
@@ -13,11 +18,11 @@ Pure Python (no TensorFlow): the binary imports it to define its flags.
 Example::
 
     from keras_relational import environments
-    from keras_relational.agents.config import TrainConfig
+    from keras_relational.agents.config import TFAgentsConfig
 
-    config = TrainConfig(environment=environments.BoxWorldConfig(goal_length=1,
-                                                                  num_distractors=0),
-                         num_envs=16, num_iterations=100)
+    config = TFAgentsConfig(environment=environments.BoxWorldConfig(goal_length=1,
+                                                                     num_distractors=0),
+                            num_envs=16, num_iterations=100)
     config.env_name        # "original" (from the environment config)
 """
 
@@ -26,15 +31,13 @@ from collections.abc import Mapping
 
 from keras_relational import environments, validation
 from keras_relational.agents.optimizers import OPTIMIZERS
-from keras_relational.environments.level_banks import LEVEL_SOURCES
 
 # clift_relational: Clift et al. 2020's relational agent (their simplicial one without the
 # 2-simplicial branch), the Fig. 6 comparison.
 AGENTS = ("relational", "simplicial", "baseline", "clift_relational")
 ALGORITHMS = ("vtrace", "ppo")
 # "tf_agents": TF-Agents' Actor and Learner (agents/tf_agents/train_eval.py); "compiled":
-# environment steps,
-# acting and learning in one compiled function per update (agents/compiled/).
+# environment steps, acting and learning in one compiled function per update (agents/compiled/).
 TRAINERS = ("tf_agents", "compiled")
 ENV_BACKENDS = ("numpy", "tensor")
 # Evaluation levels and sampling are seeded `seed + EVAL_SEED_OFFSET` by both trainers, so an
@@ -101,7 +104,7 @@ def preset_environment(config, preset):
     return dataclasses.replace(config, **environments.PRESETS[preset])
 
 
-# The numeric fields' ranges, (low, high), None for unbounded: checked by TrainConfig and, when
+# The numeric fields' ranges, (low, high), None for unbounded: checked by the configs and, when
 # parsed, by the binary's flags. learning_rate, gradient_clip_norm, reward_scale and max_seconds
 # must also be > 0 (EXCLUSIVE_LOW).
 RANGES = {
@@ -116,12 +119,11 @@ RANGES = {
 EXCLUSIVE_LOW = ("learning_rate", "gradient_clip_norm", "reward_scale", "max_seconds")
 
 
-def check_range(name, value):
-    """Raises a ValueError unless field ``name`` of a TrainConfig has a value in its range."""
+def check_range(name, value, owner="TrainConfig", integer=False):
+    """Raises a ValueError unless ``value`` of config field ``name`` is in its range."""
     low, high = RANGES[name]
-    integer = TrainConfig.__dataclass_fields__[name].type in (int, "int")
     validation.check_number_in_range(name, value, low, high, integer=integer,
-                                     allow_none=name == "max_seconds", owner="TrainConfig",
+                                     allow_none=name == "max_seconds", owner=owner,
                                      low_exclusive=name in EXCLUSIVE_LOW)
 
 
@@ -131,9 +133,13 @@ def _field(default, help, **kwargs):  # noqa: A002  (absl's name for a flag's de
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Hyperparameters of ``train_eval``; defaults are the papers' where they give one.
+    """The hyperparameters both trainers share; defaults are the papers' where they give one.
 
-    The fields' ``help`` metadata documents each one (and becomes the flag's help).
+    A run is configured by a subclass, one per trainer: :class:`TFAgentsConfig`
+    (``trainer="tf_agents"``) or
+    :class:`~keras_relational.agents.compiled.config.CompiledConfig` (``trainer="compiled"``),
+    which add the settings only that trainer has. The fields' ``help`` metadata documents each
+    one (and becomes the flag's help).
     """
 
     environment: object = _field(None, "Training levels: an environments.BoxWorldConfig "
@@ -143,23 +149,12 @@ class TrainConfig:
     agent: str = _field("relational", f"Network: one of {AGENTS}.")
     model_kwargs: Mapping = _field(None, "Arguments of the network builder in "
                                    "keras_relational.models.boxworld_agents (None: its defaults).")
-    algorithm: str = _field("vtrace", "Learning algorithm: 'vtrace' (IMPALA-style V-trace "
-                            "actor-critic) or 'ppo' (TF-Agents' PPOClipAgent).")
-    trainer: str = _field("tf_agents", "Training loop: 'tf_agents' (TF-Agents' actor and "
-                          "learner) or 'compiled' (tensor BoxWorld, acting and V-trace learning "
-                          "in one compiled function per update under the Keras backend, JAX or "
-                          "TensorFlow; keras_relational.agents.compiled).")
+    # The trainer a subclass configures (recorded with a run's settings); not an argument.
+    trainer: str = dataclasses.field(default=None, init=False)
     num_iterations: int = _field(10_000, "Learner updates.")
     # Zambaldi et al. 2019, App. B; Clift et al. 2020, App. E, Table 1: 32 trajectories of 40.
     num_envs: int = _field(32, "Environments stepped together (trajectories per batch).")
     unroll_length: int = _field(40, "Steps per trajectory.")
-    env_backend: str = _field("numpy", "Collect environments: 'numpy' (BatchedBoxWorld, "
-                              "stepped on the host) or 'tensor' (TensorBoxWorld inside the "
-                              "TensorFlow graph, XLA-compiled; in-process actor only).")
-    level_source: str = _field("numpy", "Where the compiled loop's level banks come from: "
-                               "'numpy' (the NumPy generator, a host thread) or 'device' (the "
-                               "same distribution in keras.ops, compiled; trainer='compiled' "
-                               "only).")
     # Zambaldi et al. 2019, App. B (tuned in [1e-5, 2e-4]); Clift et al. 2020, Table 1: 2e-4.
     learning_rate: float = _field(2e-4, "Learning rate.")
     discount: float = _field(0.99, "Discount gamma.")  # Zambaldi et al. 2019, App. B
@@ -174,43 +169,32 @@ class TrainConfig:
                                  "+10 gem 1).")
     # Espeholt et al. 2018, Sec. 4: the papers' V-trace has lambda 1.
     vtrace_lambda: float = _field(1.0, "V-trace: IMPALA's lambda (1: the papers' V-trace).")
-    ppo_epochs: int = _field(4, "PPO: passes over each batch of unrolls (one train step each).")
-    jit_compile: bool = _field(True, "XLA-compile the learner step.")
-    actor_jit_compile: bool | None = _field(
-        None, "V-trace: the actors (in-process or Ray) act through an XLA-compiled forward pass "
-        "(default: on for V-trace, off for PPO; --noactor_jit_compile turns it off).")
     checkpoint_interval: int = _field(100, "Updates between checkpoints.")
-    policy_save_interval: int = _field(
-        1000, "Updates between the policy checkpoints of TF-Agents' PolicySavedModelTrigger "
-        "(which also writes initial-weight policy SavedModels when training starts); 0: no "
-        "trigger. The final exports of the trained policies are written either way.")
     log_interval: int = _field(10, "Updates between progress lines.")
     eval_interval: int = _field(0, "Updates between evaluations (0: at the end only).")
     eval_episodes: int = _field(100, "Episodes per evaluation.")
     eval_num_envs: int = _field(32, "Evaluation levels played together (at most eval_episodes).")
     test_presets: tuple = _field((), "BoxWorld presets evaluated zero-shot after training, e.g. "
                                  "test_length_6,test_length_8,test_length_10,test_heldout.")
-    num_ray_actors: int = _field(0, "0: actors in this process; N > 0: N Ray actors, each with "
-                                 "its own --num_envs environments (pip install "
-                                 "\"keras-relational[distributed]\"; V-trace only).")
-    ray_address: str | None = _field(None, "With --num_ray_actors: join this Ray cluster "
-                                     "('auto': the one started here with `ray start`, or "
-                                     "host:port); default: start a local Ray.")
-    weight_sync_interval: int = _field(1, "Learner steps between weight broadcasts to the Ray "
-                                       "actors.")
     max_seconds: float | None = _field(None, "Wall-clock budget of the training loop (stops at "
                                        "the first progress line after it, then checkpoints, "
                                        "evaluates and exports).")
     seed: int = _field(0, "Random seed (TensorFlow, Keras, the environments).")
     # Micikevicius et al. 2018 (mixed precision training): float32 weights, 16-bit compute;
     # float16 needs loss scaling (bfloat16 has float32's exponent range and does not).
-    dtype_policy: str = _field("float32", "Keras dtype policy of the network: 'float32', "
-                               "'mixed_bfloat16' or 'mixed_float16' (weights float32, layers "
-                               "compute in 16 bits, logits, values and the V-trace loss in "
-                               "float32; float16 with dynamic loss scaling).")
+    dtype_policy: str = _field(validation.DEFAULT_DTYPE_POLICY, "Keras dtype policy of the "
+                               "network: 'float32', 'mixed_bfloat16' or 'mixed_float16' "
+                               "(weights float32, layers compute in 16 bits, logits, values and "
+                               "the V-trace loss in float32; float16 with dynamic loss "
+                               "scaling).")
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        name = type(self).__name__
+        if self.trainer not in TRAINERS:
+            raise TypeError(f"{name} holds the settings both trainers share; configure a run "
+                            f"with TFAgentsConfig or CompiledConfig (one per trainer, "
+                            f"{TRAINERS}).")
+        set_ = lambda field, value: object.__setattr__(self, field, value)  # noqa: E731
         if self.environment is None:
             set_("environment", environments.BoxWorldConfig())
         if self.eval_environment is not None and (
@@ -220,62 +204,23 @@ class TrainConfig:
                              f"{type(self.eval_environment).__name__}.")
         set_("model_kwargs", dict(self.model_kwargs or {}))
         set_("test_presets", tuple(self.test_presets))
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"`algorithm` must be one of {ALGORITHMS}, received "
-                             f"{self.algorithm!r}.")
-        validation.check_choice("TrainConfig", "agent", self.agent, AGENTS)
-        validation.check_choice("TrainConfig", "trainer", self.trainer, TRAINERS)
-        validation.check_dtype_policy("TrainConfig", self.dtype_policy)
-        if self.dtype_policy == "mixed_float16" and self.algorithm == "ppo":
-            raise ValueError("TrainConfig: dtype_policy='mixed_float16' needs loss scaling, "
-                             "which TF-Agents' PPO agent does not do; use "
-                             "dtype_policy='mixed_bfloat16' or algorithm='vtrace', received "
-                             "algorithm='ppo' with dtype_policy='mixed_float16'.")
-        if self.trainer == "compiled":
-            unsupported = {name: value for name, value, supported in (
-                ("algorithm", self.algorithm, "vtrace"), ("num_ray_actors", self.num_ray_actors, 0),
-                ("ray_address", self.ray_address, None), ("jit_compile", self.jit_compile, True),
-            ) if value != supported}
-            if unsupported:
-                raise ValueError(f"trainer='compiled' trains V-trace in one process, compiled "
-                                 f"(algorithm='vtrace', num_ray_actors=0, ray_address=None, "
-                                 f"jit_compile=True), received {unsupported}.")
-        validation.check_choice("TrainConfig", "env_backend", self.env_backend, ENV_BACKENDS)
-        validation.check_choice("TrainConfig", "level_source", self.level_source, LEVEL_SOURCES)
-        if self.level_source != "numpy" and self.trainer != "compiled":
-            raise ValueError(f"`level_source` must be 'numpy' with trainer={self.trainer!r} (the "
-                             f"on-device generator feeds the compiled loop), received "
-                             f"{self.level_source!r}.")
-        if self.num_ray_actors and self.env_backend != "numpy":
-            raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="
-                             f"{self.num_ray_actors}), received {self.env_backend!r}.")
-        if self.num_ray_actors and self.algorithm != "vtrace":
-            raise ValueError(f"`num_ray_actors` > 0 needs algorithm='vtrace' (V-trace corrects "
-                             f"the actors' policy lag; PPO is on-policy), received "
-                             f"{self.algorithm!r}.")
+        validation.check_choice(name, "agent", self.agent, AGENTS)
+        validation.check_dtype_policy(name, self.dtype_policy)
         if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
             raise ValueError(f"`optimizer` must be one of {OPTIMIZERS} or None, received "
                              f"{self.optimizer!r}.")
-        if self.algorithm == "ppo":
-            ignored = {name: value for name, value, default in (
-                ("optimizer", self.optimizer, "adam"), ("reward_scale", self.reward_scale, 1.0),
-                ("vtrace_lambda", self.vtrace_lambda, 1.0),
-                ("actor_jit_compile", self.actor_jit_compile, False),
-            ) if value is not None and value != default}
-            if ignored:
-                raise ValueError(f"{sorted(ignored)} apply to algorithm='vtrace' only (PPO uses "
-                                 f"Adam and its own GAE), received algorithm='ppo' with "
-                                 f"{ignored}.")
         unknown = [p for p in self.test_presets if p not in environments.PRESETS]
         if unknown:
             raise ValueError(f"`test_presets` must name BoxWorld presets "
                              f"{sorted(environments.PRESETS)}, received {unknown}.")
         if self.test_presets:
             preset_environment(self.environment, self.test_presets[0])  # original BoxWorld only
-        for name in RANGES:
-            check_range(name, getattr(self, name))
+        for field in dataclasses.fields(self):
+            if field.name in RANGES:
+                check_range(field.name, getattr(self, field.name), owner=name,
+                            integer=field.type in (int, "int"))
         if self.test_presets and not self.eval_episodes:
-            raise ValueError(f"TrainConfig: `eval_episodes`: expected at least 1 to evaluate "
+            raise ValueError(f"{name}: `eval_episodes`: expected at least 1 to evaluate "
                              f"test_presets={self.test_presets}, received 0.")
 
     @property
@@ -287,6 +232,108 @@ class TrainConfig:
     def evaluation_environment(self):
         """The levels of evaluations: ``eval_environment``, or else the training levels."""
         return self.environment if self.eval_environment is None else self.eval_environment
+
+    @property
+    def frames_per_step(self):
+        """Environment frames consumed per learner step."""
+        return self.num_envs * self.unroll_length
+
+    def optimizer_name(self):
+        """The optimizer to use: ``optimizer``, or V-trace's (the papers' RMSProp)."""
+        return self.optimizer or "rmsprop"
+
+    @classmethod
+    def own_fields(cls):
+        """The fields only this trainer's config has (those beyond :class:`TrainConfig`'s)."""
+        shared = {f.name for f in dataclasses.fields(TrainConfig)}
+        return [f for f in dataclasses.fields(cls) if f.name not in shared]
+
+    @classmethod
+    def from_config(cls, config, **overrides):
+        """This trainer's config with the shared fields of ``config`` (another trainer's config,
+        or this one's) and ``overrides``.
+
+        Raises:
+            ValueError: ``config`` sets a field that this trainer does not have to other than
+                its default (e.g. ``algorithm="ppo"`` for the compiled trainer): it would be
+                dropped silently.
+        """
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                  if f.init and f.name in names}
+        dropped = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                   if f.init and f.name not in names and f.name not in overrides
+                   and getattr(config, f.name) != f.default}
+        if dropped:
+            trainer = cls.__dataclass_fields__["trainer"].default
+            raise ValueError(f"{cls.__name__} (trainer={trainer!r}) has no {sorted(dropped)}: "
+                             f"expected them at {type(config).__name__}'s defaults, received "
+                             f"{dropped}.")
+        values.update(overrides)
+        return cls(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class TFAgentsConfig(TrainConfig):
+    """:class:`TrainConfig` for ``trainer="tf_agents"`` (TF-Agents' Actor and Learner,
+    ``keras_relational.agents.tf_agents``): the algorithm, the environments' backend, the
+    actors (in-process or Ray) and TF-Agents' policy checkpoints.
+
+    It lives in the core, beside the shared fields, rather than in ``agents/tf_agents/``:
+    importing that package routes ``tf.keras`` to tf-keras, and the ``train_boxworld`` binary
+    reads these fields to define its flags before it knows which trainer runs.
+    """
+
+    trainer: str = dataclasses.field(default="tf_agents", init=False)
+    algorithm: str = _field("vtrace", "Learning algorithm: 'vtrace' (IMPALA-style V-trace "
+                            "actor-critic) or 'ppo' (TF-Agents' PPOClipAgent).")
+    env_backend: str = _field("numpy", "Collect environments: 'numpy' (BatchedBoxWorld, "
+                              "stepped on the host) or 'tensor' (TensorBoxWorld inside the "
+                              "TensorFlow graph, XLA-compiled; in-process actor only).")
+    ppo_epochs: int = _field(4, "PPO: passes over each batch of unrolls (one train step each).")
+    jit_compile: bool = _field(True, "XLA-compile the learner step.")
+    actor_jit_compile: bool | None = _field(
+        None, "V-trace: the actors (in-process or Ray) act through an XLA-compiled forward pass "
+        "(default: on for V-trace, off for PPO; --noactor_jit_compile turns it off).")
+    policy_save_interval: int = _field(
+        1000, "Updates between the policy checkpoints of TF-Agents' PolicySavedModelTrigger "
+        "(which also writes initial-weight policy SavedModels when training starts); 0: no "
+        "trigger. The final exports of the trained policies are written either way.")
+    num_ray_actors: int = _field(0, "0: actors in this process; N > 0: N Ray actors, each with "
+                                 "its own --num_envs environments (pip install "
+                                 "\"keras-relational[distributed]\"; V-trace only).")
+    ray_address: str | None = _field(None, "With --num_ray_actors: join this Ray cluster "
+                                     "('auto': the one started here with `ray start`, or "
+                                     "host:port); default: start a local Ray.")
+    weight_sync_interval: int = _field(1, "Learner steps between weight broadcasts to the Ray "
+                                       "actors.")
+
+    def __post_init__(self):
+        super().__post_init__()
+        validation.check_choice("TFAgentsConfig", "algorithm", self.algorithm, ALGORITHMS)
+        validation.check_choice("TFAgentsConfig", "env_backend", self.env_backend, ENV_BACKENDS)
+        if self.dtype_policy == "mixed_float16" and self.algorithm == "ppo":
+            raise ValueError("TFAgentsConfig: dtype_policy='mixed_float16' needs loss scaling, "
+                             "which TF-Agents' PPO agent does not do; use "
+                             "dtype_policy='mixed_bfloat16' or algorithm='vtrace', received "
+                             "algorithm='ppo' with dtype_policy='mixed_float16'.")
+        if self.num_ray_actors and self.env_backend != "numpy":
+            raise ValueError(f"`env_backend` must be 'numpy' with Ray actors (num_ray_actors="
+                             f"{self.num_ray_actors}), received {self.env_backend!r}.")
+        if self.num_ray_actors and self.algorithm != "vtrace":
+            raise ValueError(f"`num_ray_actors` > 0 needs algorithm='vtrace' (V-trace corrects "
+                             f"the actors' policy lag; PPO is on-policy), received "
+                             f"{self.algorithm!r}.")
+        if self.algorithm == "ppo":
+            ignored = {name: value for name, value, default in (
+                ("optimizer", self.optimizer, "adam"), ("reward_scale", self.reward_scale, 1.0),
+                ("vtrace_lambda", self.vtrace_lambda, 1.0),
+                ("actor_jit_compile", self.actor_jit_compile, False),
+            ) if value is not None and value != default}
+            if ignored:
+                raise ValueError(f"{sorted(ignored)} apply to algorithm='vtrace' only (PPO uses "
+                                 f"Adam and its own GAE), received algorithm='ppo' with "
+                                 f"{ignored}.")
 
     @property
     def actors_jit_compile(self):
@@ -310,10 +357,13 @@ class TrainConfig:
         return self.optimizer or ("rmsprop" if self.algorithm == "vtrace" else "adam")
 
 
-def flag_fields():
-    """The fields of :class:`TrainConfig` that the binary exposes as flags (simple types)."""
-    return [f for f in dataclasses.fields(TrainConfig)
-            if f.name not in ("environment", "eval_environment", "model_kwargs")]
+def flag_fields(config_class=TrainConfig):
+    """The fields of ``config_class`` a binary exposes as flags (simple types): the shared ones
+    of :class:`TrainConfig`, or a trainer's config's own (those beyond the shared ones)."""
+    fields = (dataclasses.fields(TrainConfig) if config_class is TrainConfig
+              else config_class.own_fields())
+    return [f for f in fields if f.init
+            and f.name not in ("environment", "eval_environment", "model_kwargs")]
 
 
 # What a resume may change (keras_relational.run_settings): these freely (how long and how
@@ -326,6 +376,15 @@ RESUME_FREE = ("num_iterations", "max_seconds", "log_interval", "checkpoint_inte
                "jit_compile", "actor_jit_compile", "updates_per_call")
 RESUME_OPTIMIZER = ("learning_rate", "gradient_clip_norm")
 RESUME_FLAG_NAMES = {"head_units": "head_width"}  # train_boxworld's flag -> the network's argument
+# Settings that runs started before the config was split per trainer recorded (one class held
+# every field) and that the trainer's config no longer has: a resume of such a run does not
+# compare them (they meant nothing to that trainer).
+RESUME_RETIRED = {
+    "tf_agents": ("level_source",),
+    "compiled": ("algorithm", "env_backend", "ppo_epochs", "jit_compile", "actor_jit_compile",
+                 "policy_save_interval", "num_ray_actors", "ray_address",
+                 "weight_sync_interval"),
+}
 
 
 def resume_settings(config):

@@ -10,7 +10,7 @@ from keras_relational.models import boxworld_agents, precision
 
 
 def agent_model_fn(agent, observation_shape, num_actions, observation_dtype="uint8",
-                   dtype_policy="float32", **model_kwargs):
+                   dtype_policy=validation.DEFAULT_DTYPE_POLICY, **model_kwargs):
     """A zero-argument (picklable) builder of the Keras 3 network named ``agent``.
 
     ``"relational"``: Zambaldi et al. 2019's agent, ``"simplicial"``: Clift et al. 2020's,

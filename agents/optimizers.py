@@ -12,12 +12,15 @@ Example::
     optimizer = make_optimizer("rmsprop", 2e-4)   # keras.optimizers.RMSprop, epsilon 0.1
 """
 
+from keras_relational import validation
+
 OPTIMIZERS = ("rmsprop", "adam")
 # Zambaldi et al. 2019, App. B (IMPALA's RMSProp): decay 0.99, no momentum, epsilon 0.1.
 RMSPROP_SETTINGS = dict(rho=0.99, momentum=0.0, epsilon=0.1)
 
 
-def make_optimizer(name, learning_rate, dtype_policy="float32", keras_module=None):
+def make_optimizer(name, learning_rate, dtype_policy=validation.DEFAULT_DTYPE_POLICY,
+                   keras_module=None):
     """The optimizer ``name`` (``"rmsprop"`` or ``"adam"``) at ``learning_rate``.
 
     Under ``dtype_policy="mixed_float16"`` it is wrapped in the dynamic ``LossScaleOptimizer``

@@ -4,12 +4,14 @@ A preset is a dict with
 
 * ``paper``: the figure it reproduces and the paper's numbers;
 * ``env``: ``"original"`` (Zambaldi et al. 2019) or ``"bridge"`` (Clift et al. 2020);
-* ``config``: :class:`~keras_relational.agents.config.TrainConfig` fields;
+* ``config``: :class:`~keras_relational.agents.config.TrainConfig` fields (those both trainers
+  share, so that every preset runs under either trainer);
 * ``level``: fields of the environment config (``BoxWorldConfig`` / ``BridgeConfig``);
 * ``model``: arguments of the network builder in ``keras_relational.models.boxworld_agents``.
 
-:func:`train_config` builds the :class:`TrainConfig` of a preset; its ``overrides`` win over the
-preset (``train_boxworld`` passes the flags given on its command line). Pure Python.
+:func:`train_config` builds a trainer's config of a preset (``TFAgentsConfig`` or
+``CompiledConfig``); its ``overrides`` win over the preset (``train_boxworld`` passes the flags
+given on its command line). Pure Python.
 
 Where a paper gives a range, the choice is ours and marked [A]. The number of updates is a
 ceiling, not the paper's (its figures' x-axes are read by eye, ~1e8-1e9 frames); pieces of at most
@@ -19,12 +21,16 @@ Example::
 
     from keras_relational.agents import presets
 
-    config = presets.train_config("zambaldi_fig3_relational", num_envs=4)
+    config = presets.train_config("zambaldi_fig3_relational", trainer="compiled", num_envs=4)
     config.unroll_length, config.environment.room_size     # (40, 12)
 """
 
 from keras_relational import environments, validation
-from keras_relational.agents.config import ENVIRONMENT_CONFIGS, TrainConfig
+from keras_relational.agents.compiled.config import CompiledConfig
+from keras_relational.agents.config import ENVIRONMENT_CONFIGS, TRAINERS, TFAgentsConfig
+
+# The config class of each trainer (agents.config.TRAINERS).
+TRAINER_CONFIGS = {"tf_agents": TFAgentsConfig, "compiled": CompiledConfig}
 
 # Zambaldi et al. 2019, App. B: IMPALA, RMSProp (epsilon 0.1, decay 0.99; TrainConfig's
 # optimizer), 32 trajectories of 40 steps, gamma 0.99, entropy 5e-3, lr tuned in [1e-5, 2e-4].
@@ -58,9 +64,8 @@ _FIG6 = ("Clift et al. 2020, Fig. 6 (bridge Box-World): simplicial ~0.99 fractio
 # Our learning-efficient variant: the demo's settings (benchmarks/demo_flags.txt) on the paper's
 # levels: one-hot cells, Adam, rewards x 0.1, a narrower network [A].
 _EFFICIENT = dict(observation_type="one_hot", optimizer="adam", learning_rate=1e-3,
-                  reward_scale=0.1, num_envs=64, unroll_length=20, actor_jit_compile=True,
-                  num_iterations=200_000, log_interval=50, checkpoint_interval=500,
-                  eval_episodes=1000)
+                  reward_scale=0.1, num_envs=64, unroll_length=20, num_iterations=200_000,
+                  log_interval=50, checkpoint_interval=500, eval_episodes=1000)
 _NARROW = dict(key_dim=32, head_units=(64,) * 4)
 # The fast presets: NOT the papers' hyperparameters [A]. The papers' levels and networks with the
 # training recipe that learns Box-World on the CPU (benchmarks/results/rl_learning.md, demo.md,
@@ -179,16 +184,26 @@ def _check_name(name):
     return PRESETS[name]
 
 
-def train_config(name, level=None, model=None, env_name=None, **overrides):
-    """The :class:`TrainConfig` of preset ``name``; the arguments given win over the preset.
+def config_class(trainer):
+    """The config class of ``trainer`` (``"tf_agents"`` or ``"compiled"``)."""
+    validation.check_choice("presets", "trainer", trainer, TRAINERS)
+    return TRAINER_CONFIGS[trainer]
+
+
+def train_config(name, level=None, model=None, env_name=None, trainer="tf_agents",
+                 **overrides):
+    """The config of preset ``name`` for ``trainer``; the arguments given win over the preset.
 
     Args:
         name: a key of :data:`PRESETS`.
         level: environment-config fields over the preset's ``level``.
         model: network-builder arguments over the preset's ``model``.
         env_name: ``"original"`` or ``"bridge"`` over the preset's ``env``.
-        **overrides: TrainConfig fields over the preset's ``config``.
+        trainer: ``"tf_agents"`` (a ``TFAgentsConfig``) or ``"compiled"`` (a
+            ``CompiledConfig``).
+        **overrides: fields of that config over the preset's ``config``.
     """
+    config_type = config_class(trainer)
     preset = _check_name(name)
     env_name = env_name or preset["env"]
     validation.check_choice("presets", "env_name", env_name, tuple(ENVIRONMENT_CONFIGS))
@@ -198,7 +213,7 @@ def train_config(name, level=None, model=None, env_name=None, **overrides):
     config = {**preset["config"], **overrides}
     if env_name != preset["env"] and "test_presets" not in overrides:
         config.pop("test_presets", None)
-    return TrainConfig(environment=ENVIRONMENT_CONFIGS[env_name](**level),
+    return config_type(environment=ENVIRONMENT_CONFIGS[env_name](**level),
                        model_kwargs={**preset["model"], **(model or {})}, **config)
 
 
@@ -210,4 +225,5 @@ def describe(name):
             + ", ".join(f"{k}={v}" for k, v in settings.items()))
 
 
-__all__ = ["PRESETS", "REFERENCE_LINES", "describe", "train_config"]
+__all__ = ["PRESETS", "REFERENCE_LINES", "TRAINER_CONFIGS", "config_class", "describe",
+           "train_config"]

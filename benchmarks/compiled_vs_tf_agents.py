@@ -95,9 +95,12 @@ def worker(trainer, updates, log_interval):
     from keras_relational.experiments import train_boxworld
 
     flags = train_boxworld.FLAGS
+    # TF-Agents' policy checkpoints (a flag of that trainer only) after the run, as none.
+    policy_checkpoints = ([f"--policy_save_interval={10 * updates}"]
+                          if TRAINERS[trainer][0] == "tf_agents" else [])
     flags([sys.argv[0], *_demo_flags(), f"--trainer={TRAINERS[trainer][0]}",
            f"--num_iterations={updates}", f"--log_interval={log_interval}", "--eval_episodes=0",
-           f"--checkpoint_interval={updates}", f"--policy_save_interval={10 * updates}"])
+           f"--checkpoint_interval={updates}", *policy_checkpoints])
     config = train_boxworld.config_from_flags()
     root = tempfile.mkdtemp(prefix=f"compiled_vs_tf_agents_{trainer}_")
     load_before = os.getloadavg()

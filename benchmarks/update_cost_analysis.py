@@ -107,17 +107,14 @@ def build(preset, num_envs, dtype_policy=None, level_source="numpy", **overrides
     import keras
 
     from keras_relational.agents import presets
-    from keras_relational.agents.compiled.config import CompiledConfig
     from keras_relational.agents.compiled.train_eval import build_loop
 
     if dtype_policy is not None:
         overrides["dtype_policy"] = dtype_policy
     if num_envs is not None:
         overrides["num_envs"] = num_envs
-    own = {f.name for f in CompiledConfig.own_fields()}
-    compiled_fields = {k: overrides.pop(k) for k in list(overrides) if k in own}
-    config = CompiledConfig.from_train_config(presets.train_config(
-        preset, trainer="compiled", level_source=level_source, **overrides), **compiled_fields)
+    config = presets.train_config(preset, trainer="compiled", level_source=level_source,
+                                  **overrides)
     keras.utils.set_random_seed(config.seed)
     return (config, *build_loop(config))
 

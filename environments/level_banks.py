@@ -18,6 +18,23 @@ from keras_relational.validation import check_int_at_least
 # Where a tensor BoxWorld draws its levels: the NumPy generator on the host, or `keras.ops` on the
 # device (`TensorLevelEnvironment.level_source`).
 LEVEL_SOURCES = ("numpy", "device")
+DEFAULT_LEVEL_SOURCE = LEVEL_SOURCES[0]  # the NumPy generator: levels as the dm_env ones
+# A bank holds the levels of this many draws of the most a loop can start between two checks
+# (an unroll, or a compiled call of several): the next bank is drawn far less often than used.
+DRAWS_PER_BANK = 8
+
+
+def max_levels_started(num_envs, steps):
+    """The most episodes ``num_envs`` auto-resetting environments can start in ``steps`` steps:
+    an episode takes at least one action and the restart step, so a slot starts at most
+    ``steps // 2 + 1``."""
+    return num_envs * (steps // 2 + 1)
+
+
+def default_bank_size(max_levels_per_draw):
+    """Levels per bank when none is given: :data:`DRAWS_PER_BANK` draws of
+    ``max_levels_per_draw`` (the most levels the loop can start between two bank checks)."""
+    return DRAWS_PER_BANK * max_levels_per_draw
 
 
 def bank_seed(seed, index):

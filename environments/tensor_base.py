@@ -62,7 +62,7 @@ from keras_relational.validation import check_int_at_least, check_one_of, invali
 from .base import FIRST, LAST, MID, Draws, _Specs
 from .boxworld.config import MAX_LEVEL_ATTEMPTS
 from .boxworld.generator import LevelGenerationError
-from .level_banks import LEVEL_SOURCES, BankStream
+from .level_banks import DEFAULT_LEVEL_SOURCE, LEVEL_SOURCES, BankStream
 from .tensor_ops import check_actions, row_select
 from .tensor_random import seed_state
 
@@ -82,7 +82,7 @@ class TensorLevelEnvironment(_Specs):
 
     _max_attempts = MAX_LEVEL_ATTEMPTS
 
-    def __init__(self, config, level_source="numpy"):
+    def __init__(self, config, level_source=DEFAULT_LEVEL_SOURCE):
         self._config = config
         self._level_source = check_one_of("level_source", level_source, LEVEL_SOURCES)
         self._sampler = self._level_sampler() if level_source == "device" else None

@@ -225,7 +225,7 @@ def train_eval(
     export=True,
     verbose=2,
     distribution_strategy="default",
-    dtype_policy="float32",
+    dtype_policy=validation.DEFAULT_DTYPE_POLICY,
 ):
     """Trains and evaluates a TPR-RNN on bAbI; returns ``{"test_error": {task: %}, ...}``.
 

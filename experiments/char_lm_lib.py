@@ -65,7 +65,7 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
                train_questions=1000, valid_questions=200, sequence_length=128, width=64,
                num_layers=2, num_heads=4, key_dim=16, num_key_value_heads=2, window=(32, 8),
                query_chunk_size=None, epochs=3, batch_size=32, learning_rate=3e-3, seed=0,
-               jit_compile=True, verbose=0, dtype_policy="float32"):
+               jit_compile=True, verbose=0, dtype_policy=validation.DEFAULT_DTYPE_POLICY):
     """Trains one ``char_lm`` per attention with ``model.fit`` and evaluates bits per character.
 
     The training text is ``train_questions`` questions per task of stories generated with

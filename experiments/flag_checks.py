@@ -180,10 +180,11 @@ def require_writable_file(name, suffixes=None, flag_values=flags.FLAGS):
 
 
 def define_dtype_policy_flag(flag_values=flags.FLAGS):
-    """Defines ``--dtype_policy`` (``validation.DTYPE_POLICIES``, default ``"float32"``): one
-    name, one set of choices and one help text in every supervised training binary."""
+    """Defines ``--dtype_policy`` (``validation.DTYPE_POLICIES``, default
+    ``validation.DEFAULT_DTYPE_POLICY``): one name, one set of choices and one help text in every
+    supervised training binary."""
     return flags.DEFINE_enum(
-        "dtype_policy", "float32", list(validation.DTYPE_POLICIES),
+        "dtype_policy", validation.DEFAULT_DTYPE_POLICY, list(validation.DTYPE_POLICIES),
         "Keras dtype policy of the model: float32, mixed_bfloat16 or mixed_float16 (float32 "
         "weights, 16-bit compute; mixed_float16 with dynamic loss scaling). Recorded in the "
         "results file.", flag_values=flag_values)

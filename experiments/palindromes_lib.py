@@ -63,7 +63,8 @@ def palindromes_train_eval(root_dir, model="conv_stack", condition="standard", s
                            restart_below_stop_score=False, straight_through_from_epoch=None,
                            straight_through_learning_rate=None, steps_per_execution=10,
                            model_cache=None, tensorboard=True, export=True, verbose=0,
-                           distribution_strategy="default", dtype_policy="float32"):
+                           distribution_strategy="default",
+                           dtype_policy=validation.DEFAULT_DTYPE_POLICY):
     """Trains one Table II model with next-symbol prediction over the second half, then evaluates.
 
     Defaults follow the paper (Sec. III / App. B): Adam(1e-3), batch 128, 100 epochs, masked

@@ -363,7 +363,7 @@ def compile_model(model, optimizer, learning_rate, steps_per_execution=1):
 def train_stage(model, stage_dir, train_data, eval_data, num_batches, batch_size, optimizer,
                 learning_rate, eval_interval, seed, stage_name, early_stopping_accuracy=None,
                 num_monitor_examples=250, steps_per_execution=50, export=True, verbose=0,
-                time_limit_s=None, dtype_policy="float32", data_settings=None,
+                time_limit_s=None, dtype_policy=validation.DEFAULT_DTYPE_POLICY, data_settings=None,
                 pause_above_accuracy=None, validation_data=None, pause_interval=500,
                 pause_batch_size=250, input_pipeline=None):
     """Trains ``model`` (already frozen / re-initialised as the stage requires) in ``stage_dir``.
@@ -500,7 +500,7 @@ def train_eval(
     xoccurs_negatives="exclusive",
     colour_shape_layout="random",
     occurs_distractors="variants",
-    dtype_policy="float32",
+    dtype_policy=validation.DEFAULT_DTYPE_POLICY,
     pause_above_accuracy=None,  # reference notebook: 0.99; off as in the paper
     pause_interval=500,  # reference notebook: a check every 500 batches
     num_validation_examples=5_000,  # reference notebook: its "mini" held-out files

@@ -41,7 +41,7 @@ def rule_learning_train_eval(root_dir, model="conv", seed=0, epochs=1000, batch_
                              learning_rate=0.1, use_bias=False, restart_until_fit=False,
                              max_restarts=10, tensorboard=True, export=True, verbose=0,
                              steps_per_execution=50, distribution_strategy="default",
-                             dtype_policy="float32"):
+                             dtype_policy=validation.DEFAULT_DTYPE_POLICY):
     """Trains one Table I model on the 32 Marcus items and tests it on the 4 unseen-syllable items.
 
     Defaults are the paper's: Adam(lr 0.1), 1000 epochs, batch 16 (Mitchell & Bowers, Sec. II).

@@ -60,7 +60,7 @@ def build_model(size=8, num_heads=2, key_dim=16, num_blocks=1):
 @run_settings.resumable(optimizer=("learning_rate",), free=("epochs", "distribution_strategy"))
 def train_eval(root_dir, num_train=4000, num_eval=1000, epochs=8, batch_size=64,
                learning_rate=3e-3, seed=0, distribution_strategy="default",
-               dtype_policy="float32"):
+               dtype_policy=validation.DEFAULT_DTYPE_POLICY):
     """Trains, evaluates on fresh examples and exports.
 
     An interrupted run resumes from its last finished epoch (``root_dir/backup``); a finished run

@@ -26,8 +26,9 @@ the preset. Long runs go in pieces: ``--max_seconds=540`` checkpoints and exits 
 same command continues; ``root_dir/curves.jsonl`` holds the learning curve across the pieces.
 
 The training flags and their defaults are the fields of
-``keras_relational.agents.config.TrainConfig``; the level flags those of
-``keras_relational.environments.BoxWorldConfig``.
+``keras_relational.agents.config.TrainConfig`` (both trainers) and of ``--trainer``'s own config,
+``TFAgentsConfig`` or ``CompiledConfig`` (a flag of the other trainer's is refused); the level
+flags those of ``keras_relational.environments.BoxWorldConfig``.
 """
 
 # First, before TensorFlow loads: hides known-harmless dependency messages when run as a
@@ -45,8 +46,7 @@ from absl import app, flags, logging
 from keras_relational import environments, run_settings, validation
 from keras_relational.agents import config as config_lib
 from keras_relational.agents import presets as presets_lib
-from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.experiments import console
+from keras_relational.environments.level_banks import LEVEL_SOURCES
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_boxworld", "Output directory.")
@@ -66,7 +66,7 @@ _LEVEL_FLAGS = {
 }
 _INT_LISTS = {"goal_length": 1, "num_distractors": 0}  # the list flags of ints, and their minimum
 _CHOICES = {"agent": config_lib.AGENTS, "algorithm": config_lib.ALGORITHMS,
-            "trainer": config_lib.TRAINERS, "level_source": config_lib.LEVEL_SOURCES,
+            "level_source": LEVEL_SOURCES,
             "optimizer": config_lib.OPTIMIZERS, "observation_type": ("rgb", "one_hot"),
             "branching": ("forward", "backward"), "holdout": ("colors", "pairs"),
             "split": ("train", "test"), "dtype_policy": validation.DTYPE_POLICIES}
@@ -107,22 +107,30 @@ def _define(name, field_type, default, help_text):
         flags.DEFINE_string(name, default, help_text)
 
 
+flags.DEFINE_enum("trainer", "tf_agents", list(config_lib.TRAINERS),
+                  "Training loop: 'tf_agents' (TF-Agents' actor and learner; "
+                  "keras_relational.agents.config.TFAgentsConfig) or 'compiled' (tensor BoxWorld, "
+                  "acting and V-trace learning in one compiled function per update under the "
+                  "Keras backend, JAX or TensorFlow; keras_relational.agents.compiled).")
+# The settings both trainers share, then each trainer's own (refused with the other trainer).
 for _field in config_lib.flag_fields():
     _define(_field.name, _field.type, _field.default, _field.metadata["help"])
+_TRAINER_FIELDS = {trainer: config_lib.flag_fields(presets_lib.config_class(trainer))
+                   for trainer in config_lib.TRAINERS}
+for _trainer, _fields in _TRAINER_FIELDS.items():
+    for _field in _fields:
+        _define(_field.name, _field.type, _field.default,
+                f"(--trainer={_trainer}) " + _field.metadata["help"])
+    flag_checks.require_only_for("trainer", _trainer, [f.name for f in _fields])
 for _field in dataclasses.fields(environments.BoxWorldConfig):
     if _field.name in _LEVEL_FLAGS:
         _define(_field.name, _field.type, _field.default, _LEVEL_FLAGS[_field.name])
 flag_checks.require_ranges({**config_lib.RANGES, "room_size": (4, None),
-                        "distractor_length": (1, None), "num_blocks": (1, None),
-                        "key_dim": (1, None), "head_width": (1, None)},
-                       exclusive_low=config_lib.EXCLUSIVE_LOW)
-# The compiled loop's own settings (CompiledConfig's fields beyond TrainConfig's).
-_COMPILED_FIELDS = CompiledConfig.own_fields()
-for _field in _COMPILED_FIELDS:
-    _define(_field.name, _field.type, _field.default, "(--trainer=compiled) "
-            + _field.metadata["help"])
-flag_checks.require_only_for("trainer", "compiled", [f.name for f in _COMPILED_FIELDS])
-flag_checks.require_ranges({f.name: (1, None) for f in _COMPILED_FIELDS})
+                            "distractor_length": (1, None), "num_blocks": (1, None),
+                            "key_dim": (1, None), "head_width": (1, None)},
+                           exclusive_low=config_lib.EXCLUSIVE_LOW)
+flag_checks.require_ranges({f.name: (1, None) for f in _TRAINER_FIELDS["compiled"]
+                            if f.type is not str})
 flag_checks.require_only_for("env", "original", ["goal_length", "num_distractors",
                                              "distractor_length", "room_size", "test_presets"])
 
@@ -184,8 +192,11 @@ def _model_kwargs(agent, given):
 
 
 def config_from_flags():
-    """The :class:`TrainConfig` the flags describe (over ``--preset``'s when one is given)."""
-    hyperparameters = {f.name: FLAGS[f.name].value for f in config_lib.flag_fields()}
+    """The config of ``--trainer`` (``TFAgentsConfig`` or ``CompiledConfig``) the flags describe
+    (over ``--preset``'s when one is given)."""
+    config_class = presets_lib.config_class(FLAGS.trainer)
+    names = [f.name for f in config_lib.flag_fields() + _TRAINER_FIELDS[FLAGS.trainer]]
+    hyperparameters = {name: FLAGS[name].value for name in names}
     hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
     if FLAGS.preset is not None:  # only the flags given on the command line win over it
         given = lambda name: FLAGS[name].present  # noqa: E731
@@ -194,10 +205,10 @@ def config_from_flags():
         agent = FLAGS.agent if given("agent") else preset["config"]["agent"]
         return presets_lib.train_config(
             FLAGS.preset, level=_level_kwargs(env_name, given),
-            model=_model_kwargs(agent, given), env_name=env_name,
+            model=_model_kwargs(agent, given), env_name=env_name, trainer=FLAGS.trainer,
             **{k: v for k, v in hyperparameters.items() if given(k)})
     everything = lambda name: True  # noqa: E731
-    return config_lib.TrainConfig(
+    return config_class(
         environment=config_lib.environment_config(
             FLAGS.env, **_level_kwargs(FLAGS.env, everything)),
         model_kwargs=_model_kwargs(FLAGS.agent, everything), **hyperparameters)
@@ -206,18 +217,16 @@ def config_from_flags():
 def main(argv):
     del argv
     logging.set_verbosity(logging.ERROR)
-    config = config_from_flags()  # a bad flag fails here, before TensorFlow loads
+    try:  # a bad combination fails here, named, before TensorFlow loads (no traceback)
+        config = config_from_flags()
+    except ValueError as error:  # e.g. --learner_minibatches that does not divide --num_envs
+        raise app.UsageError(str(error)) from None
     if FLAGS.preset is not None:
         print(presets_lib.describe(FLAGS.preset))
     if config.trainer == "compiled":
         # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
         from keras_relational.agents.compiled import train_eval as compiled_train_eval
 
-        compiled = {f.name: FLAGS[f.name].value for f in _COMPILED_FIELDS}
-        try:  # e.g. --learner_minibatches that does not divide --num_envs: named, no traceback
-            config = CompiledConfig.from_train_config(config, **compiled)
-        except ValueError as error:
-            raise app.UsageError(str(error)) from None
         compiled_train_eval.train_eval(
             FLAGS.root_dir, config,
             allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)

@@ -101,10 +101,12 @@ def _same(old, new):
 
 
 def check_and_record(root_dir, settings, optimizer=(), free=(), allow_changed=False,
-                     flag_names=None, warn=print):
+                     flag_names=None, warn=print, retired=()):
     """Records ``settings`` (``{name: JSON value}``) in ``root_dir``, or checks them against
     those recorded there (and records the new values of ``free`` and allowed ones); returns
-    ``{name: (old, new)}`` of the allowed changes.
+    ``{name: (old, new)}`` of the allowed changes. ``retired`` names settings that earlier
+    versions recorded and this one no longer has (a field moved to another trainer's config):
+    recorded but absent from ``settings``, they are not compared.
 
     Raises:
         SettingsError: a setting other than ``free`` ones differs (``optimizer`` ones are allowed
@@ -119,7 +121,8 @@ def check_and_record(root_dir, settings, optimizer=(), free=(), allow_changed=Fa
         try:
             with open(path) as f:
                 record = json.load(f)
-            recorded = {k: v for k, v in record["settings"].items() if k not in free}
+            recorded = {k: v for k, v in record["settings"].items() if k not in free
+                        and not (k in retired and k not in settings)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise SettingsError(
                 f"The settings of the run in {root_dir} ({path}) cannot be read "
@@ -169,7 +172,7 @@ def changed(name=None):
     return changes if name is None else changes.get(name)
 
 
-def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None):
+def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, retired=()):
     """Decorates a ``train_eval(root_dir, ...)``: each call holds ``root_dir``'s lock and checks
     (or records) the run's settings before the body runs; adds the keyword argument
     ``allow_changed_hyperparameters`` (default False).
@@ -181,6 +184,8 @@ def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None):
         free: the names that may change on any resume.
         ignore: arguments that are not settings (``print_fn``, ...); ``root_dir`` never is.
         flag_names: ``{setting: flag}`` where a setting comes from a flag of another name.
+        retired: settings that earlier versions recorded and this one no longer has
+            (:func:`check_and_record`).
     """
     def decorate(function):
         signature = inspect.signature(function)
@@ -204,7 +209,8 @@ def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None):
             with run_lock.hold(root_dir, warn=warn):
                 fresh = not os.path.exists(settings_path(root_dir))
                 changes = check_and_record(root_dir, values, optimizer, free,
-                                           allow_changed_hyperparameters, flag_names, warn)
+                                           allow_changed_hyperparameters, flag_names, warn,
+                                           retired)
                 token = _changes.set(changes)
                 try:
                     return function(*args, **kwargs)

@@ -81,6 +81,8 @@ def check_choice(owner, argument, value, choices):
 
 # The Keras dtype policies the training binaries and train_eval functions accept (--dtype_policy).
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+# Every trainer's and binary's default: float32 throughout (the papers trained in float32).
+DEFAULT_DTYPE_POLICY = DTYPE_POLICIES[0]
 
 
 def check_dtype_policy(owner, value, argument="dtype_policy"):

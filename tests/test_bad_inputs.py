@@ -405,9 +405,12 @@ def test_json_results_are_strict_and_atomic(tmp_path):
      ("`test_presets`", "original BoxWorld", "received env_name='bridge'")),
 ])
 def test_train_config_refuses_bad_hyperparameters(kwargs, fragments):
-    from keras_relational.agents.config import TrainConfig
+    """Each trainer's config refuses a bad shared setting the same way."""
+    from keras_relational.agents.compiled.config import CompiledConfig
+    from keras_relational.agents.config import TFAgentsConfig
 
-    _raises(ValueError, lambda: TrainConfig(**kwargs), *fragments)
+    for config_class in (TFAgentsConfig, CompiledConfig):
+        _raises(ValueError, lambda c=config_class: c(**kwargs), *fragments)
 
 
 @pytest.mark.parametrize("episodes", [0, -3, 2.0])

@@ -13,7 +13,10 @@ Data flows one way: environments and layers know nothing of what is built on the
   import them only after importing ``keras_relational.agents.tf_agents`` (the switch), so the
   shared core and the compiled trainer have no import side effect;
 * no two modules import each other, directly or through others (no cycle, also through imports
-  inside functions).
+  inside functions);
+* a default shared across the package is written once: no function argument or config field
+  spells out the dtype policy's or the level source's default (they name
+  ``validation.DEFAULT_DTYPE_POLICY`` / ``level_banks.DEFAULT_LEVEL_SOURCE``).
 
 The checker itself is tested on small synthetic sources, so a violation cannot pass unseen.
 """
@@ -318,6 +321,56 @@ def test_no_import_cycles():
             modules.append((module, f.read(), is_package))
     cycles = import_cycles(import_graph(modules))
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+# Argument (or dataclass field) name -> the literal its shared default must not be written as.
+_SHARED_DEFAULTS = {"dtype_policy": "float32", "level_source": "numpy"}
+
+
+def literal_defaults(source):
+    """``[(line, name)]`` where ``source`` writes a shared default as a literal: a function's
+    argument default, or a dataclass field's (``name: type = "float32"`` or
+    ``_field("float32", ...)``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args.posonlyargs + node.args.args
+            pairs = list(zip(arguments[len(arguments) - len(node.args.defaults):],
+                             node.args.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                             strict=True) if d]
+            found += [(d.lineno, a.arg) for a, d in pairs if isinstance(d, ast.Constant)
+                      and a.arg in _SHARED_DEFAULTS and _SHARED_DEFAULTS[a.arg] == d.value]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None and node.target.id in _SHARED_DEFAULTS:
+            value = node.value
+            if isinstance(value, ast.Call) and value.args:
+                value = value.args[0]
+            if isinstance(value, ast.Constant) and value.value == _SHARED_DEFAULTS[node.target.id]:
+                found.append((node.lineno, node.target.id))
+    return found
+
+
+def test_shared_defaults_are_written_once():
+    found = []
+    for module, path, _ in source_modules():
+        with open(path) as f:
+            found += [f"{module}:{line}: {name}" for line, name in literal_defaults(f.read())]
+    assert not found, "defaults written as literals:\n" + "\n".join(found)
+
+
+def test_the_defaults_checker_finds_literals():
+    source = textwrap.dedent('''
+        def a(x, dtype_policy="float32"): ...
+        def b(*, level_source="numpy"): ...
+        def c(dtype_policy=validation.DEFAULT_DTYPE_POLICY, level_source="device", seed=None): ...
+        class C:
+            dtype_policy: str = _field("float32", "help")
+            level_source: str = "numpy"
+            other: str = "float32"
+    ''')
+    assert literal_defaults(source) == [(2, "dtype_policy"), (3, "level_source"),
+                                        (6, "dtype_policy"), (7, "level_source")]
 
 
 def test_the_cycle_checker_finds_a_cycle_through_a_function_import():

@@ -29,16 +29,16 @@ def _tiny_policy_export(root):
     from tf_agents.specs import tensor_spec
     from tf_agents.train.utils import train_utils
 
-    from keras_relational.agents.config import TrainConfig
+    from keras_relational.agents.config import TFAgentsConfig
     from keras_relational.agents.networks import agent_model_fn
     from keras_relational.agents.tf_agents import export, learning
     from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
     from keras_relational.agents.tf_agents.keras3_network import Keras3Network
     from keras_relational.environments import BoxWorldConfig
 
-    config = TrainConfig(environment=BoxWorldConfig(goal_length=1, num_distractors=0,
-                                                    room_size=5, observation_type="one_hot"),
-                         num_envs=2, unroll_length=2, jit_compile=False)
+    config = TFAgentsConfig(environment=BoxWorldConfig(goal_length=1, num_distractors=0,
+                                                       room_size=5, observation_type="one_hot"),
+                            num_envs=2, unroll_length=2, jit_compile=False)
     env = make_boxworld_environment(config.environment, num_envs=2)
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())
     action_spec = tensor_spec.from_spec(env.action_spec())

@@ -1,9 +1,11 @@
 """The hyperparameters of the compiled actor-learner loop: :class:`TrainConfig` plus its own.
 
-Every field of :class:`keras_relational.agents.config.TrainConfig` means the same here (learning
-rate, costs, num_envs, unroll length, intervals, evaluation, ...), so the compiled trainer is the
-TF-Agents one's config with ``trainer="compiled"``, one source of defaults; this subclass adds
-what only the compiled loop has and rejects what it does not do (PPO, Ray actors).
+Every field of :class:`keras_relational.agents.config.TrainConfig`, the settings both trainers
+share, means the same here (learning rate, costs, num_envs, unroll length, intervals,
+evaluation, ...), one source of defaults; this subclass adds what only the compiled loop has:
+where its levels come from, the bank size, updates per call, learner minibatches and devices.
+It trains V-trace in one process, so TF-Agents' settings (``TFAgentsConfig``'s algorithm,
+actors, Ray) have no field here.
 
 Pure Python (no TensorFlow, no Keras).
 
@@ -19,17 +21,27 @@ import dataclasses
 
 from keras_relational import validation
 from keras_relational.agents.config import TrainConfig, _field
+from keras_relational.environments.level_banks import (
+    DEFAULT_LEVEL_SOURCE,
+    LEVEL_SOURCES,
+    default_bank_size,
+    max_levels_started,
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class CompiledConfig(TrainConfig):
-    """:class:`TrainConfig` for ``trainer="compiled"``, with the level-bank size."""
+    """:class:`TrainConfig` for ``trainer="compiled"``: its levels, calls, minibatches and
+    devices."""
 
-    trainer: str = _field("compiled", "Always 'compiled' here.")
+    trainer: str = dataclasses.field(default="compiled", init=False)
+    level_source: str = _field(DEFAULT_LEVEL_SOURCE, "Where the level banks come from: "
+                               "'numpy' (the NumPy generator, a host thread) or 'device' (the "
+                               "same distribution in keras.ops, compiled).")
     level_bank_size: int | None = _field(
         None, "Levels per bank drawn by the level source (`level_source`: the NumPy generator "
         "in a host thread, ahead of use, or the on-device generator); a bank serves updates "
-        "until its unused levels could run out in the next one. None: enough for 8 updates.")
+        "until its unused levels could run out in the next one. None: enough for 8 calls.")
     learner_minibatches: int = _field(
         1, "Gradient steps an update takes, each on its own minibatch of num_envs / this "
         "environments' trajectories (every this-th environment), one after the other: many "
@@ -48,10 +60,9 @@ class CompiledConfig(TrainConfig):
         "divisible by it.")
 
     def __post_init__(self):
-        if self.trainer != "compiled":
-            raise ValueError(f"CompiledConfig expects `trainer` to be 'compiled', received "
-                             f"trainer={self.trainer!r}.")
         super().__post_init__()
+        validation.check_choice("CompiledConfig", "level_source", self.level_source,
+                                LEVEL_SOURCES)
         validation.check_positive_int("CompiledConfig", "updates_per_call",
                                       self.updates_per_call)
         validation.check_positive_int("CompiledConfig", "level_bank_size", self.level_bank_size,
@@ -86,24 +97,11 @@ class CompiledConfig(TrainConfig):
                 f"{self.num_envs} / {self.learner_minibatches}), received "
                 f"num_devices={self.num_devices}.")
 
-    @classmethod
-    def own_fields(cls):
-        """The fields only the compiled loop has (those beyond :class:`TrainConfig`'s)."""
-        shared = {f.name for f in dataclasses.fields(TrainConfig)}
-        return [f for f in dataclasses.fields(cls) if f.name not in shared]
-
-    @classmethod
-    def from_train_config(cls, config, **overrides):
-        """The :class:`CompiledConfig` with every field of a :class:`TrainConfig` ``config``."""
-        values = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)}
-        values.update(trainer="compiled", **overrides)
-        return cls(**values)
-
     @property
     def max_levels_per_update(self):
         """The most episodes one update can start: an episode takes at least one action and the
         auto-reset step, so a slot starts at most ``unroll_length // 2 + 1`` per update."""
-        return self.num_envs * (self.unroll_length // 2 + 1)
+        return max_levels_started(self.num_envs, self.unroll_length)
 
     @property
     def max_levels_per_call(self):
@@ -113,5 +111,5 @@ class CompiledConfig(TrainConfig):
 
     @property
     def levels_per_bank(self):
-        """``level_bank_size``, or enough levels for 8 calls."""
-        return self.level_bank_size or 8 * self.max_levels_per_call
+        """``level_bank_size``, or enough levels for 8 calls (``level_banks.DRAWS_PER_BANK``)."""
+        return self.level_bank_size or default_bank_size(self.max_levels_per_call)

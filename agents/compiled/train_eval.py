@@ -28,10 +28,11 @@ from keras_relational.agents.compiled.progress import Progress
 from keras_relational.agents.config import preset_environment, updated_config
 from keras_relational.agents.curves import CurveFile
 from keras_relational.agents.optimizers import make_optimizer
+from keras_relational.environments.level_banks import DEFAULT_LEVEL_SOURCE
 from keras_relational.progress_bar import ProgressBar
 
 
-def tensor_environment(environment, level_source="numpy"):
+def tensor_environment(environment, level_source=DEFAULT_LEVEL_SOURCE):
     """The tensor BoxWorld of an environment config (``BoxWorldConfig`` / ``BridgeConfig``),
     drawing its level banks from ``level_source`` ("numpy" or "device")."""
     from keras_relational import environments
@@ -60,11 +61,13 @@ def build_loop(config):
 
 def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                 **hyperparameters):
-    """A :class:`CompiledConfig` from ``config`` (a ``TrainConfig`` or ``CompiledConfig``; None:
-    the defaults) updated by ``hyperparameters``; ``env_name`` / ``env_kwargs`` /
+    """A :class:`CompiledConfig` from ``config`` (None: the defaults; another trainer's config
+    gives its shared fields) updated by ``hyperparameters``; ``env_name`` / ``env_kwargs`` /
     ``eval_env_kwargs`` as in ``keras_relational.agents.tf_agents.train_eval.make_config``."""
-    config = CompiledConfig.from_train_config(config) if config is not None \
-        and not isinstance(config, CompiledConfig) else (config or CompiledConfig())
+    if config is None:
+        config = CompiledConfig()
+    elif not isinstance(config, CompiledConfig):
+        config = CompiledConfig.from_config(config)
     return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
 
 
@@ -72,13 +75,13 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     settings=lambda arguments: config_lib.resume_settings(make_config(**{
         k: v for k, v in arguments.items() if k != "print_fn"})),
     optimizer=config_lib.RESUME_OPTIMIZER, free=config_lib.RESUME_FREE,
-    flag_names=config_lib.RESUME_FLAG_NAMES)
+    flag_names=config_lib.RESUME_FLAG_NAMES, retired=config_lib.RESUME_RETIRED["compiled"])
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld with the compiled loop, evaluates it and exports it.
 
     Arguments as :func:`keras_relational.agents.tf_agents.train_eval.train_eval` (``config`` may be
-    a ``TrainConfig``, turned into a :class:`CompiledConfig`). Returns the same dict (also written
+    another trainer's config, whose shared fields it takes). Returns the same dict (also written
     to ``root_dir/result.json``), with ``policies_dir`` None and ``trainer``/``backend`` added.
     With ``print_fn=print`` a live progress bar (updates, frames, frames/s, ETA) is drawn below
     the lines when standard output is a terminal.
@@ -113,7 +116,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         banks = levels.LevelBanks.for_config(environment, config, **meta["banks"])
         print_fn(f"Resuming from {root_dir}: train step {start_step}")
     print_fn(f"Training {config.agent} agent ({model.count_params():,} parameters, "
-             f"{config.algorithm}, compiled under {keras.backend.backend()}) on "
+             f"vtrace, compiled under {keras.backend.backend()}) on "
              f"{config.env_name} BoxWorld: {config.num_envs} envs x {config.unroll_length} "
              f"steps per update, {config.num_iterations} updates")
     # Compiled before the first update and timed apart (JAX; TensorFlow compiles in it).

@@ -17,13 +17,13 @@ Example::
 import dataclasses
 
 from keras_relational import validation
+from keras_relational.agents.config import TRAINERS
 from keras_relational.environments.sc2.maps import MINI_GAMES
 
 # How the learner's update runs (SC2VTraceLearner's compile_mode).
 COMPILE_MODES = ("xla", "graph", "eager")
-# Which V-trace learner trains: the keras.ops one (agents.sc2.learning) or TF-Agents' agent
-# (agents.tf_agents.sc2_agent).
-TRAINERS = ("compiled", "tf_agents")
+# TRAINERS (the core's): which V-trace learner trains, the keras.ops one (agents.sc2.learning)
+# or TF-Agents' agent (agents.tf_agents.sc2_agent).
 # The fields a resumed run may change: how long it runs, how often it reports and checkpoints,
 # how its update is compiled. A checkpoint of other values of any other field is refused.
 RESUMABLE_FIELDS = ("num_iterations", "checkpoint_interval", "max_seconds", "log_interval",

@@ -9,7 +9,8 @@ need no TensorFlow.
 One concern a module, over the shared core (config, presets, networks, V-trace, optimizers,
 curves):
 
-* ``config``: :class:`TFAgentsConfig`, the shared hyperparameters plus this trainer's own.
+* Its config is ``keras_relational.agents.config.TFAgentsConfig``, the shared hyperparameters
+  plus this trainer's own, in the core (pure Python) so that reading it sets nothing.
 * ``boxworld_environment``, ``tensor_environment``, ``atari_environment``: the environments as
   TF-Agents environments.
 * ``keras3_network``: the bridge that lets TF-Agents train our Keras 3 networks.

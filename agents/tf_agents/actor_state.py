@@ -61,7 +61,7 @@ class ActorState:
 
     Args:
         root_dir: the run's directory.
-        config: the run's :class:`TrainConfig`.
+        config: the run's :class:`~keras_relational.agents.config.TFAgentsConfig`.
 
     :meth:`attach` names the objects whose state it saves once they exist.
     """

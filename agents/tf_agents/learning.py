@@ -23,7 +23,7 @@ def make_agent(config, time_step_spec, action_spec, network, model_fn, train_ste
     """The initialised TF-Agents agent of ``config.algorithm`` over ``network``.
 
     Args:
-        config: a :class:`TrainConfig`.
+        config: a :class:`~keras_relational.agents.config.TFAgentsConfig`.
         time_step_spec, action_spec: the environment's TensorFlow specs.
         network: the :class:`Keras3Network` V-trace trains (and the actors act with).
         model_fn: the builder of that network's Keras 3 model (PPO builds its own two copies).

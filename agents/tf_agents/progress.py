@@ -40,7 +40,7 @@ class Progress:
     ``summary_dir`` and appends a dict to :attr:`history`.
 
     Args:
-        config: the run's :class:`TrainConfig`.
+        config: the run's :class:`~keras_relational.agents.config.TFAgentsConfig`.
         start_step: the train step the run starts (or resumes) from.
         finished_episodes: the list the actors append ``EpisodeResult`` s to.
         summary_dir: where the scalars go.

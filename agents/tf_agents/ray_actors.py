@@ -40,7 +40,7 @@ import os
 import numpy as np
 
 from keras_relational import validation
-from keras_relational.agents.config import TrainConfig, environment_config
+from keras_relational.agents.config import TFAgentsConfig, environment_config
 
 try:
     import ray
@@ -206,9 +206,9 @@ class RayActorFleet:
     """
 
     def __init__(self, num_actors, unroll_queue, keras_model, train_step, model_fn,
-                 environment="original", env_kwargs=None, num_envs=TrainConfig.num_envs,
-                 unroll_length=TrainConfig.unroll_length,
-                 data_spec=None, seed=0, weight_sync_interval=TrainConfig.weight_sync_interval,
+                 environment="original", env_kwargs=None, num_envs=TFAgentsConfig.num_envs,
+                 unroll_length=TFAgentsConfig.unroll_length,
+                 data_spec=None, seed=0, weight_sync_interval=TFAgentsConfig.weight_sync_interval,
                  ray_address=None,
                  actor_num_cpus=1, summary_dir=None, print_fn=print, max_consecutive_failures=3,
                  actor_jit_compile=False):

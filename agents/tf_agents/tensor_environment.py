@@ -34,8 +34,9 @@ from tf_agents.trajectories import time_step as ts
 from tf_agents.trajectories import trajectory
 
 from keras_relational import environments
-from keras_relational.agents.config import environment_name
+from keras_relational.agents.config import TrainConfig, environment_name
 from keras_relational.agents.tf_agents.boxworld_environment import EpisodeResult
+from keras_relational.environments.level_banks import default_bank_size, max_levels_started
 from keras_relational.validation import check_positive_int
 
 TENSOR_ENVIRONMENTS = {"original": "TensorBoxWorld", "bridge": "TensorBridgeBoxWorld"}
@@ -51,20 +52,24 @@ class TensorBoxWorldEnvironment(tf_environment.TFEnvironment):
         environment: a ``keras_relational.environments.BoxWorldConfig`` or ``BridgeConfig``.
         num_envs: levels stepped together.
         seed: seed of the level banks.
-        bank_size: levels per bank (default: ``32 * num_envs``, at least 1,024: fresh levels
-            for unrolls of up to 64 steps). The levels of a bank are fresh while at most
-            ``bank_size`` episodes start from it; :meth:`fresh_levels_for` installs the next
-            bank of the stream before that.
+        bank_size: levels per bank (default: enough for 8 unrolls, the rule of the compiled
+            trainer's banks: ``keras_relational.environments.level_banks.default_bank_size``).
+            The levels of a bank are fresh while at most ``bank_size`` episodes start from it;
+            :meth:`fresh_levels_for` installs the next bank of the stream before that.
+        unroll_length: steps the actor takes between two bank checks (default: the config's).
     """
 
-    def __init__(self, environment, num_envs, seed=0, bank_size=None):
+    def __init__(self, environment, num_envs, seed=0, bank_size=None,
+                 unroll_length=TrainConfig.unroll_length):
         import keras
 
         if keras.backend.backend() != "tensorflow":
             raise ValueError(f"TensorBoxWorldEnvironment needs the TensorFlow Keras backend, "
                              f"received KERAS_BACKEND={keras.backend.backend()!r}.")
         check_positive_int("TensorBoxWorldEnvironment", "num_envs", num_envs)
-        bank_size = max(32 * num_envs, 1024) if bank_size is None else bank_size
+        check_positive_int("TensorBoxWorldEnvironment", "unroll_length", unroll_length)
+        if bank_size is None:
+            bank_size = default_bank_size(max_levels_started(num_envs, unroll_length))
         check_positive_int("TensorBoxWorldEnvironment", "bank_size", bank_size)
         env = getattr(environments, TENSOR_ENVIRONMENTS[environment_name(environment)])(
             config=environment)
@@ -182,8 +187,7 @@ class InGraphActor:
         return tf.nest.map_structure(lambda a: a.stack(), arrays), solved.stack()
 
     def run(self):
-        # A slot starts at most one episode every two steps (one action, then the restart).
-        self._env.fresh_levels_for(self._env.batch_size * -(-self._length // 2))
+        self._env.fresh_levels_for(max_levels_started(self._env.batch_size, self._length))
         steps, solved = self._collect()
         steps = tf.nest.map_structure(lambda x: x.numpy(), steps)
         self._env.record(steps.next_step_type, steps.reward, solved.numpy())

@@ -9,7 +9,7 @@ into ``[B, T+1]`` unrolls, and a ``tf_agents.train.Learner`` trains the agent on
 TensorBoard summaries and checkpoints under ``root_dir/train``, and saves policies with
 ``PolicySaver`` under ``root_dir/policies``. Re-running with the same ``root_dir`` resumes from the
 last checkpoint (the train-step counter continues). The hyperparameters and their defaults are
-:class:`~keras_relational.agents.config.TrainConfig`.
+:class:`~keras_relational.agents.config.TFAgentsConfig`.
 """
 
 import gc
@@ -28,7 +28,8 @@ from keras_relational.agents.config import (
     OPTIMIZERS,  # noqa: F401
     RESUME_FLAG_NAMES,
     RESUME_FREE,
-    TrainConfig,
+    RESUME_RETIRED,
+    TFAgentsConfig,
     preset_environment,
     resume_settings,
     updated_config,
@@ -53,27 +54,32 @@ from keras_relational.progress_bar import ProgressBar
 
 def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                 **hyperparameters):
-    """A :class:`TrainConfig` from ``config`` (or the defaults) updated by ``hyperparameters``.
+    """A :class:`TFAgentsConfig` from ``config`` (or the defaults; another trainer's config
+    gives its shared fields) updated by ``hyperparameters``.
 
     ``env_name`` (``"original"`` or ``"bridge"``) with ``env_kwargs`` / ``eval_env_kwargs``
     (level parameters, e.g. ``dict(goal_length=(1, 2))``) stand for the environment config
     objects ``environment`` / ``eval_environment``.
     """
-    config = config or TrainConfig()
+    if config is None:
+        config = TFAgentsConfig()
+    elif not isinstance(config, TFAgentsConfig):
+        config = TFAgentsConfig.from_config(config)
     return updated_config(config, env_name, env_kwargs, eval_env_kwargs, **hyperparameters)
 
 
 @run_settings.resumable(
     settings=lambda arguments: resume_settings(make_config(**{
         k: v for k, v in arguments.items() if k != "print_fn"})),
-    optimizer=(), free=RESUME_FREE, flag_names=RESUME_FLAG_NAMES)
+    optimizer=(), free=RESUME_FREE, flag_names=RESUME_FLAG_NAMES,
+    retired=RESUME_RETIRED["tf_agents"])
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld, evaluates it and exports its policy.
 
     Args:
         root_dir: output directory; re-running with the same directory resumes.
-        config: a :class:`TrainConfig` (None: the defaults), updated by ``hyperparameters``
+        config: a :class:`TFAgentsConfig` (None: the defaults), updated by ``hyperparameters``
             (any of its fields, e.g. ``num_envs=16``).
         env_name, env_kwargs, eval_env_kwargs: ``"original"`` (Zambaldi et al. 2019) or
             ``"bridge"`` (Clift et al. 2020) and the level parameters of training and evaluation
@@ -229,7 +235,8 @@ def _collect_environment(config):
     """The actors' environments: the NumPy batched BoxWorld, or the tensor one in the graph."""
     if config.env_backend == "tensor":
         return tensor_environment.TensorBoxWorldEnvironment(
-            config.environment, num_envs=config.num_envs, seed=config.seed)
+            config.environment, num_envs=config.num_envs, seed=config.seed,
+            unroll_length=config.unroll_length)
     return make_boxworld_environment(config.environment, num_envs=config.num_envs,
                                      seed=config.seed)
 
@@ -271,4 +278,4 @@ def _train(config, collect_actor, agent_learner, unrolls, train_step, start_step
     return progress
 
 
-__all__ = ["TrainConfig", "agent_model_fn", "make_config", "train_eval"]
+__all__ = ["TFAgentsConfig", "agent_model_fn", "make_config", "train_eval"]

@@ -29,6 +29,7 @@ from keras import ops
 
 from keras_relational.validation import invalid_value
 
+from ..level_banks import DEFAULT_LEVEL_SOURCE
 from ..tensor_base import TensorLevelEnvironment
 from ..tensor_ops import gather_cells, set_cells
 from .config import (
@@ -71,7 +72,7 @@ class TensorBoxWorld(TensorLevelEnvironment):
         the pure `sample_levels`). See docs/rl.md for which is faster where.
     """
 
-    def __init__(self, config=None, level_source="numpy", **kwargs):
+    def __init__(self, config=None, level_source=DEFAULT_LEVEL_SOURCE, **kwargs):
         if config is None:
             config = BoxWorldConfig(**kwargs)
         elif kwargs or not isinstance(config, BoxWorldConfig):

@@ -30,6 +30,7 @@ from keras import ops
 
 from keras_relational.validation import invalid_value
 
+from ..level_banks import DEFAULT_LEVEL_SOURCE
 from ..tensor_base import TensorLevelEnvironment
 from ..tensor_ops import gather_cells, row_select, set_cells
 from .config import (
@@ -76,7 +77,7 @@ class TensorBridgeBoxWorld(TensorLevelEnvironment):
         the pure `sample_levels`). See docs/rl.md for which is faster where.
     """
 
-    def __init__(self, config=None, level_source="numpy", **kwargs):
+    def __init__(self, config=None, level_source=DEFAULT_LEVEL_SOURCE, **kwargs):
         if config is None:
             config = BridgeConfig(**kwargs)
         elif kwargs or not isinstance(config, BridgeConfig):

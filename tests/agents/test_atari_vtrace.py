@@ -30,7 +30,7 @@ def test_vtrace_smoke_run_with_the_predinet_torso(tmp_path):
     from tf_agents.specs import tensor_spec
     from tf_agents.train.utils import train_utils
 
-    from keras_relational.agents.config import TrainConfig
+    from keras_relational.agents.config import TFAgentsConfig
     from keras_relational.agents.tf_agents import acting, learning
     from keras_relational.agents.tf_agents.atari_environment import make_atari_environment
     from keras_relational.agents.tf_agents.keras3_network import Keras3Network
@@ -38,9 +38,9 @@ def test_vtrace_smoke_run_with_the_predinet_torso(tmp_path):
     from keras_relational.models import atari_agents
 
     env = make_atari_environment("pong", num_envs=2, seed=0)
-    config = TrainConfig(num_envs=2, unroll_length=3, num_iterations=2, jit_compile=False,
-                         actor_jit_compile=False, checkpoint_interval=100, log_interval=1,
-                         policy_save_interval=100, optimizer="rmsprop", learning_rate=1e-4)
+    config = TFAgentsConfig(num_envs=2, unroll_length=3, num_iterations=2, jit_compile=False,
+                            actor_jit_compile=False, checkpoint_interval=100, log_interval=1,
+                            policy_save_interval=100, optimizer="rmsprop", learning_rate=1e-4)
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())
     action_spec = tensor_spec.from_spec(env.action_spec())
     model_fn = functools.partial(atari_agents.atari_predinet_agent, recurrent=False,

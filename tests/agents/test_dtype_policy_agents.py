@@ -1,4 +1,4 @@
-"""``dtype_policy`` of the Box-World trainers (issue 23, Sec. 1): TrainConfig's field (and so
+"""``dtype_policy`` of the Box-World trainers (issue 23, Sec. 1): a shared field of the configs (so
 ``train_boxworld --dtype_policy``), float32 logits and values under 16-bit policies, the TF-Agents
 V-trace learner and the compiled loop with float16 loss scaling, the policy in result.json."""
 
@@ -10,7 +10,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_relational.agents.config import TrainConfig
+from keras_relational.agents.compiled.config import CompiledConfig
+from keras_relational.agents.config import TFAgentsConfig
 from keras_relational.agents.networks import agent_model_fn
 
 _LEVELS = dict(goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot")
@@ -25,12 +26,12 @@ def _losses(lines):
 
 
 def test_config_checks_the_policy():
-    assert TrainConfig().dtype_policy == "float32"
+    assert TFAgentsConfig().dtype_policy == CompiledConfig().dtype_policy == "float32"
     with pytest.raises(ValueError, match=r"`dtype_policy`.*'float16'"):
-        TrainConfig(dtype_policy="float16")
+        CompiledConfig(dtype_policy="float16")
     with pytest.raises(ValueError, match=r"mixed_float16.*loss scaling.*PPO"):
-        TrainConfig(algorithm="ppo", dtype_policy="mixed_float16")
-    TrainConfig(algorithm="ppo", dtype_policy="mixed_bfloat16")
+        TFAgentsConfig(algorithm="ppo", dtype_policy="mixed_float16")
+    TFAgentsConfig(algorithm="ppo", dtype_policy="mixed_bfloat16")
 
 
 def test_network_computes_in_16_bits_with_float32_logits_and_value():

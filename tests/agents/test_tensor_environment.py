@@ -6,7 +6,7 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
 from keras_relational import environments
-from keras_relational.agents.config import TrainConfig
+from keras_relational.agents.config import TFAgentsConfig
 from keras_relational.agents.tf_agents.boxworld_environment import make_boxworld_environment
 from keras_relational.agents.tf_agents.tensor_environment import TensorBoxWorldEnvironment
 from keras_relational.agents.tf_agents.train_eval import train_eval
@@ -55,6 +55,6 @@ def test_train_eval_with_the_tensor_environment(tmp_path, no_exports):
 
 def test_env_backend_is_checked():
     with pytest.raises(ValueError, match="`env_backend`"):
-        TrainConfig(env_backend="gpu")
+        TFAgentsConfig(env_backend="gpu")
     with pytest.raises(ValueError, match="`env_backend` must be 'numpy' with Ray actors"):
-        TrainConfig(env_backend="tensor", num_ray_actors=2)
+        TFAgentsConfig(env_backend="tensor", num_ray_actors=2)

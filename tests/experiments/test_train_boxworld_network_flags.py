@@ -4,7 +4,7 @@ import pytest
 
 
 def _parse(import_binary, argv):
-    """The TrainConfig of ``train_boxworld <argv>`` (the flags parsed as on a command line)."""
+    """The config of ``train_boxworld <argv>`` (the flags parsed as on a command line)."""
     from absl import flags
 
     train_boxworld = import_binary("train_boxworld")
