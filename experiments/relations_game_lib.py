@@ -1,7 +1,8 @@
 """Relations Game training library: input pipelines, single-task training and the 4-stage
 transfer protocol of Shanahan et al. (2020) (Table 1; Fig. 3).
 
-``train_eval(root_dir, ...)`` trains on pentominoes and evaluates on the held-out hexomino and
+``train_eval(root_dir, config)`` (a :class:`RelationsGameConfig`, or its fields as keyword
+arguments) trains on pentominoes and evaluates on the held-out hexomino and
 stripes sets. Without ``curriculum_task`` it is one single-task run (Table 1). With
 ``curriculum_task`` it runs the transfer protocol (Fig. 3), one sub-directory per
 stage:
@@ -31,6 +32,7 @@ weights), ``final.weights.h5`` + ``results.json`` (a finished stage is skipped o
 (``model.export``, where TensorFlow is installed).
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -42,14 +44,17 @@ import numpy as np
 from keras_relational import faults, json_files, validation, whole_files, without_tensorflow
 from keras_relational.environments import relations_game
 from keras_relational.experiments import accuracy_targets, distribution_lib
+from keras_relational.experiments.relations_game_config import (
+    INPUT_PIPELINES,
+    STAGES,
+    RelationsGameConfig,
+)
 from keras_relational.experiments.safe_backup import SafeBackupAndRestore
 from keras_relational.models import precision
 from keras_relational.models import relations_game as models
-from keras_relational.run_settings import resumable
+from keras_relational.run_settings import json_settings, resumable
 
 HELD_OUT_SETS = ("hexominoes", "stripes")
-STAGES = ("stage_1_scratch", "stage_2_curriculum", "stage_3_reuse", "stage_4_input_net")
-INPUT_PIPELINES = ("tf.data", "numpy")
 
 
 def held_out_sets(task):
@@ -470,224 +475,124 @@ def load_eval_files(paths, num_classes=None):
     return evals
 
 
+def make_config(config=None, **overrides):
+    """A :class:`RelationsGameConfig` from ``config`` (None: the defaults) with ``overrides``
+    (any of its fields)."""
+    config = config if config is not None else RelationsGameConfig()
+    return dataclasses.replace(config, **overrides) if overrides else config
+
+
 @resumable(
+    settings=lambda arguments: json_settings(dataclasses.asdict(make_config(**arguments))),
     optimizer=("learning_rate",),
     free=("num_batches", "early_stopping_accuracy", "steps_per_execution", "export", "verbose",
           "distribution_strategy", "time_limit_s", "input_pipeline"))
-def train_eval(
-    root_dir,
-    central="predinet",
-    task="between",
-    curriculum_task=None,
-    num_batches=100_000,  # Shanahan et al. 2020, Table 1 (and per stage, reference notebook)
-    batch_size=10,  # Table S2
-    optimizer="sgd",  # Table S2: plain gradient descent
-    learning_rate=0.01,  # Table S2
-    num_train_examples=50_000,  # reference notebook's "mini" pentomino sets
-    num_eval_examples=5_000,  # not the paper's; the reference notebook tests 250 images
-    eval_interval=500,  # reference notebook: held-out accuracy every 500 batches
-    num_monitor_examples=250,  # reference notebook: one batch of 250 held-out images
-    early_stopping_accuracy=None,  # reference notebook used 0.99; off as in the paper
-    central_kwargs=None,
-    seed=0,
-    steps_per_execution=50,
-    export=True,
-    verbose=0,
-    distribution_strategy="default",
-    data_file=None,
-    eval_files=None,
-    time_limit_s=None,
-    xoccurs_negatives="exclusive",
-    colour_shape_layout="random",
-    occurs_distractors="variants",
-    dtype_policy=validation.DEFAULT_DTYPE_POLICY,
-    pause_above_accuracy=None,  # reference notebook: 0.99; off as in the paper
-    pause_interval=500,  # reference notebook: a check every 500 batches
-    num_validation_examples=5_000,  # reference notebook: its "mini" held-out files
-    input_pipeline=None,
-):
+def train_eval(root_dir, config=None, **overrides):
     """Trains on pentominoes, evaluates on hexominoes and stripes; transfer protocol optional.
 
     Args:
         root_dir: output directory (see the module docstring); re-running resumes.
-        central: ``"predinet"``, ``"mlp1"``, ``"mlp2"``, ``"relation_net"`` or ``"mha"``.
-        task: the target task, a name in ``relations_game.TASKS``.
-        curriculum_task: ``None`` for a single-task run, else the pre-training task of the
-            4-stage transfer protocol (e.g. ``task="column_patterns_3",
-            curriculum_task="between"``, the combination of Shanahan et al. 2020, Fig. 4).
-        num_batches: batches per training run (per stage in the protocol).
-        batch_size, optimizer, learning_rate: SGD 0.01 with batches of 10 in the paper;
-            ``optimizer="adam"`` (lr 1e-4) is the Supplement's variant. ``batch_size`` is the
-            global batch size, split over the replicas of ``distribution_strategy``.
-        num_train_examples: pentomino images generated per training task (the stream cycles
-            through them, reshuffled each pass).
-        num_eval_examples: held-out images per object set for the final accuracy.
-        eval_interval: batches between held-out evaluations (also the checkpoint interval).
-        num_monitor_examples: held-out images used for the evaluation every ``eval_interval``.
-        early_stopping_accuracy: stop a stage once the first held-out set's monitor accuracy
-            reaches this (the notebook used 0.99 but kept logging; here training ends).
-        central_kwargs: extra central-module arguments (e.g. ``{"num_heads": 8}``).
-        seed: seeds data generation, shuffling and weights.
-        steps_per_execution: batches run per compiled call (speed only; the maths is the same).
-        export: write SavedModels.
-        verbose: ``model.fit`` verbosity.
-        distribution_strategy: ``"default"``, ``"mirrored"`` or ``"multi_worker"``
-            (``distribution_lib.STRATEGIES``): models, optimizers and ``compile`` run under its
-            ``scope()``.
-        data_file: a Relations Game ``.npz`` file in DeepMind's released layout
-            (``relations_game.load_npz``) to train on instead of generated pentominoes (the
-            target task's data; a curriculum task is still generated).
-        eval_files: ``.npz`` files (same layout) to evaluate on instead of the generated held-out
-            sets; each is reported under its file name without ``.npz`` (e.g.
-            ``"between_hexos"``).
-        time_limit_s: stop each training run (each stage) at its first held-out evaluation
-            after this many seconds; the run counts as finished (``"stopped_by_time_limit"``
-            and the batches actually trained are in its results).
-        xoccurs_negatives: the generator's ``xoccurs`` negatives (``RelationsGame``):
-            ``"exclusive"`` (half none, half two copies of the top object; the default) or
-            ``"both_readings"`` (half none, half three copies); recorded in the results of an
-            ``xoccurs`` run.
-        colour_shape_layout: where ``colour_and_or_shape`` puts its two objects
-            (``RelationsGame``): ``"random"`` (two random cells; the default, the paper's
-            "randomly placed") or ``"column_pair"`` (rows 0 and 2 of one column, as in DeepMind's
-            released samples); recorded in the results of a ``colour_and_or_shape`` run.
-        occurs_distractors: what ``occurs``'s other bottom objects are (``RelationsGame``):
-            ``"variants"`` (each a variant of the top object; the default) or ``"one_variant"``
-            (one variant in a negative, random objects otherwise); recorded in the results of
-            an ``occurs`` run.
-        dtype_policy: ``"float32"``, ``"mixed_bfloat16"`` or ``"mixed_float16"`` (loss scaling
-            by ``compile``); recorded in every ``results.json``.
-        pause_above_accuracy: the authors' notebook's convergence rule (it used 0.99; the paper
-            does not mention it): every ``pause_interval`` batches, the accuracy on a fresh batch
-            of ``num_monitor_examples`` validation images; while it is above this, the next
-            ``pause_interval`` batches apply no update. SGD only. The validation images are
-            ``num_validation_examples`` generated images of the task's first held-out set
-            (hexominoes, the notebook's validation set), none of them in the evaluation sets.
-            Each stage logs its checks to ``pause_checks.json`` and its results hold
-            ``"paused_batches"``.
-        pause_interval: batches between the checks of ``pause_above_accuracy`` (a multiple of
-            ``steps_per_execution``).
-        num_validation_examples: the validation pool of ``pause_above_accuracy``.
-        input_pipeline: ``"tf.data"`` (TensorFlow installed), ``"numpy"`` (``NumpyBatches``, any
-            backend) or None: ``default_input_pipeline()``, tf.data under the TensorFlow
-            backend. The two shuffle the training images in different orders; every
-            ``results.json`` records the pipeline and the Keras backend.
+        config: a :class:`RelationsGameConfig` (None: the paper's defaults), whose attributes
+            document every setting.
+        **overrides: fields of the config over ``config``'s, e.g. ``central="mlp1"``,
+            ``task="same"``, ``num_batches=500``.
 
     Returns:
         Single task: ``{"hexominoes": accuracy, "stripes": accuracy, "num_batches": n, ...}``.
         Protocol: ``{stage name: that dict}`` for the 4 stages.
     """
-    validation.check_dtype_policy("train_eval", dtype_policy)
-    input_pipeline = check_input_pipeline(input_pipeline)
-    generator_options = {"xoccurs_negatives": xoccurs_negatives,
-                         "colour_shape_layout": colour_shape_layout,
-                         "occurs_distractors": occurs_distractors}
-    for option, value in generator_options.items():
-        validation.check_one_of(option, value, relations_game.TASK_OPTIONS[option][1])
-    if pause_above_accuracy is not None:
-        if not 0.0 < pause_above_accuracy < 1.0:
-            raise ValueError(f"`pause_above_accuracy`: expected an accuracy in (0, 1), received "
-                             f"{pause_above_accuracy!r}.")
-        if optimizer != "sgd":
-            raise ValueError(f"`pause_above_accuracy` pauses SGD (learning rate 0 is exactly no "
-                             f"update; Adam's moments would still move): expected "
-                             f"optimizer='sgd', received optimizer={optimizer!r}.")
-        # The batches one compiled call runs (train_stage's): checks fall on their boundaries.
-        batches_per_call = min(steps_per_execution, eval_interval, num_batches)
-        if pause_interval < 1 or pause_interval % batches_per_call:
-            raise ValueError(f"`pause_interval`: expected a positive multiple of the batches "
-                             f"run per compiled call ({batches_per_call}: steps_per_execution, "
-                             f"at most eval_interval and num_batches), received "
-                             f"{pause_interval!r}.")
-        if num_validation_examples < num_monitor_examples:
-            raise ValueError(f"`num_validation_examples`: expected at least "
-                             f"num_monitor_examples={num_monitor_examples} (one validation "
-                             f"batch), received {num_validation_examples!r}.")
+    config = make_config(config, **overrides)
+    input_pipeline = check_input_pipeline(config.input_pipeline)
     # First, before any TensorFlow work: a multi-worker strategy must be created at startup.
-    strategy = distribution_lib.get_strategy(distribution_strategy)
-    for name in (task, curriculum_task) if curriculum_task else (task,):
-        relations_game.num_classes(name)  # validates the task name
-    num_classes = relations_game.num_classes(task)
-    if curriculum_task and relations_game.num_classes(curriculum_task) != num_classes:
-        raise ValueError(f"`curriculum_task`: expected a task with {num_classes} classes like "
-                         f"task={task!r}, received {curriculum_task!r}.")
-    if eval_interval > num_batches:
-        eval_interval = num_batches
+    strategy = distribution_lib.get_strategy(config.distribution_strategy)
     os.makedirs(root_dir, exist_ok=True)
-    keras.utils.set_random_seed(seed)
-
-    def stage_seed(stage):
-        return validation.offset_seed("seed", seed, stage)
-    common = dict(batch_size=batch_size, optimizer=optimizer, learning_rate=learning_rate,
-                  eval_interval=eval_interval, early_stopping_accuracy=early_stopping_accuracy,
-                  num_monitor_examples=num_monitor_examples,
-                  steps_per_execution=steps_per_execution, export=export, verbose=verbose,
-                  time_limit_s=time_limit_s, dtype_policy=dtype_policy,
-                  pause_above_accuracy=pause_above_accuracy, pause_interval=pause_interval,
-                  pause_batch_size=num_monitor_examples, input_pipeline=input_pipeline,
-                  data_settings={option: value for option, value in generator_options.items()
-                                 if relations_game.TASK_OPTIONS[option][0]
-                                 in (task, curriculum_task)})
-
-    def data_for(name, offset, train_file=None, eval_paths=None):
-        if train_file:
-            train = relations_game.load_npz(train_file, num_classes=num_classes)
-        else:
-            train = _generate(name, "pentominoes", num_train_examples,
-                              validation.offset_seed("seed", seed, offset, scale=1000),
-                              generator_options)
-        if eval_paths:
-            evals = load_eval_files(eval_paths, num_classes)
-        else:
-            evals = {s: _generate(name, s, num_eval_examples,
-                                  validation.offset_seed("seed", seed, offset + 1 + i, scale=1000),
-                                  generator_options)
-                     for i, s in enumerate(held_out_sets(name))}
-        valid = None
-        if pause_above_accuracy is not None:
-            valid = _generate(name, held_out_sets(name)[0], num_validation_examples,
-                              validation.offset_seed("seed", seed, offset + 50, scale=1000),
-                              generator_options)
-        return train, evals, valid
-
-    def new_model():
-        with precision.dtype_policy_scope(dtype_policy):
-            return models.build_model(central, num_classes=num_classes,
-                                      central_kwargs=central_kwargs)
-
-    target_train, target_eval, target_valid = data_for(task, 0, data_file, eval_files)
+    keras.utils.set_random_seed(config.seed)
+    common = dict(batch_size=config.batch_size, optimizer=config.optimizer,
+                  learning_rate=config.learning_rate,
+                  eval_interval=config.effective_eval_interval,
+                  early_stopping_accuracy=config.early_stopping_accuracy,
+                  num_monitor_examples=config.num_monitor_examples,
+                  steps_per_execution=config.steps_per_execution, export=config.export,
+                  verbose=config.verbose, time_limit_s=config.time_limit_s,
+                  dtype_policy=config.dtype_policy,
+                  pause_above_accuracy=config.pause_above_accuracy,
+                  pause_interval=config.pause_interval,
+                  pause_batch_size=config.num_monitor_examples, input_pipeline=input_pipeline,
+                  data_settings=config.data_settings)
+    target_train, target_eval, target_valid = _stage_data(config, config.task, 0,
+                                                          config.data_file, config.eval_files)
     with strategy.scope():
-        if not curriculum_task:
-            print(f"Single task {task!r}, {central}, {num_batches} batches of {batch_size}",
-                  flush=True)
-            return train_stage(new_model(), root_dir, target_train, target_eval, num_batches,
-                               seed=seed, stage_name=task, validation_data=target_valid,
-                               **common)
-        curriculum_train, curriculum_eval, curriculum_valid = data_for(curriculum_task, 100)
-        results = {}
-        print(f"Transfer protocol: target {task!r}, curriculum {curriculum_task!r}, {central}, "
-              f"{num_batches} batches of {batch_size} per stage", flush=True)
-        results[STAGES[0]] = train_stage(new_model(), os.path.join(root_dir, STAGES[0]),
-                                         target_train, target_eval, num_batches, seed=seed,
-                                         stage_name=STAGES[0],
-                                         validation_data=target_valid, **common)
-        pretrained = new_model()
-        results[STAGES[1]] = train_stage(pretrained, os.path.join(root_dir, STAGES[1]),
-                                         curriculum_train, curriculum_eval, num_batches,
-                                         seed=stage_seed(1), stage_name=STAGES[1],
-                                         validation_data=curriculum_valid, **common)
-        freeze_for_stage(pretrained, 3, seed=stage_seed(2))
-        results[STAGES[2]] = train_stage(pretrained, os.path.join(root_dir, STAGES[2]),
-                                         target_train, target_eval, num_batches, seed=stage_seed(2),
-                                         stage_name=STAGES[2],
-                                         validation_data=target_valid, **common)
-        freeze_for_stage(pretrained, 4, seed=stage_seed(3))
-        results[STAGES[3]] = train_stage(pretrained, os.path.join(root_dir, STAGES[3]),
-                                         target_train, target_eval, num_batches, seed=stage_seed(3),
-                                         stage_name=STAGES[3],
-                                         validation_data=target_valid, **common)
-        json_files.write_json(os.path.join(root_dir, "results.json"), results, indent=2)
-        return results
+        if not config.curriculum_task:
+            print(f"Single task {config.task!r}, {config.central}, {config.num_batches} batches "
+                  f"of {config.batch_size}", flush=True)
+            return train_stage(_new_model(config), root_dir, target_train, target_eval,
+                               config.num_batches, seed=config.seed, stage_name=config.task,
+                               validation_data=target_valid, **common)
+        return _transfer_protocol(config, root_dir, (target_train, target_eval, target_valid),
+                                  common)
+
+
+def _stage_seed(config, stage):
+    return validation.offset_seed("seed", config.seed, stage)
+
+
+def _new_model(config):
+    with precision.dtype_policy_scope(config.dtype_policy):
+        return models.build_model(config.central, num_classes=config.num_classes,
+                                  central_kwargs=config.central_kwargs)
+
+
+def _stage_data(config, task, offset, train_file=None, eval_paths=None):
+    """``(train, evals, validation)`` of ``task``: generated (seeds ``offset`` on) or loaded."""
+    seed_of = lambda index: validation.offset_seed(  # noqa: E731
+        "seed", config.seed, index, scale=1000)
+    options = config.generator_options
+    if train_file:
+        train = relations_game.load_npz(train_file, num_classes=config.num_classes)
+    else:
+        train = _generate(task, "pentominoes", config.num_train_examples, seed_of(offset),
+                          options)
+    if eval_paths:
+        evals = load_eval_files(eval_paths, config.num_classes)
+    else:
+        evals = {s: _generate(task, s, config.num_eval_examples, seed_of(offset + 1 + i),
+                              options)
+                 for i, s in enumerate(held_out_sets(task))}
+    valid = None
+    if config.pause_above_accuracy is not None:
+        valid = _generate(task, held_out_sets(task)[0], config.num_validation_examples,
+                          seed_of(offset + 50), options)
+    return train, evals, valid
+
+
+def _transfer_protocol(config, root_dir, target, common):
+    """The 4 stages of Shanahan et al. 2020, Fig. 3 (the module docstring); their results."""
+    target_train, target_eval, target_valid = target
+    curriculum_train, curriculum_eval, curriculum_valid = _stage_data(
+        config, config.curriculum_task, 100)
+    results = {}
+    print(f"Transfer protocol: target {config.task!r}, curriculum {config.curriculum_task!r}, "
+          f"{config.central}, {config.num_batches} batches of {config.batch_size} per stage",
+          flush=True)
+    stage_dir = lambda stage: os.path.join(root_dir, STAGES[stage])  # noqa: E731
+    results[STAGES[0]] = train_stage(_new_model(config), stage_dir(0), target_train,
+                                     target_eval, config.num_batches, seed=config.seed,
+                                     stage_name=STAGES[0], validation_data=target_valid,
+                                     **common)
+    pretrained = _new_model(config)
+    results[STAGES[1]] = train_stage(pretrained, stage_dir(1), curriculum_train, curriculum_eval,
+                                     config.num_batches, seed=_stage_seed(config, 1),
+                                     stage_name=STAGES[1], validation_data=curriculum_valid,
+                                     **common)
+    for stage in (2, 3):
+        freeze_for_stage(pretrained, stage + 1, seed=_stage_seed(config, stage))
+        results[STAGES[stage]] = train_stage(pretrained, stage_dir(stage), target_train,
+                                             target_eval, config.num_batches,
+                                             seed=_stage_seed(config, stage),
+                                             stage_name=STAGES[stage],
+                                             validation_data=target_valid, **common)
+    json_files.write_json(os.path.join(root_dir, "results.json"), results, indent=2)
+    return results
 
 
 def numpy_accuracy(model, data, batch_size=250):

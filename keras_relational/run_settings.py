@@ -69,6 +69,13 @@ def _json_value(value):
 _NO_JSON = object()
 
 
+def json_settings(values):
+    """``values`` (``{name: value}``) as JSON settings, each value whole (a dict stays a dict);
+    those without a JSON form are left out."""
+    encoded = {k: _json_value(v) for k, v in values.items()}
+    return {k: v for k, v in encoded.items() if v is not _NO_JSON}
+
+
 def flat_settings(value, prefix=""):
     """A config (a dataclass or dict, nested) as ``{name: JSON value}``: a nested dataclass's or
     dict's entries under their own names (``environment.room_size`` is ``room_size``), dotted
@@ -201,9 +208,8 @@ def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, 
             root_dir = arguments.pop("root_dir")
             warn = arguments.get("print_fn") or print
             if settings is None:
-                values = {k: v for k, v in arguments.items() if k not in ignore}
-                values = {k: _json_value(v) for k, v in values.items()}
-                values = {k: v for k, v in values.items() if v is not _NO_JSON}
+                values = json_settings({k: v for k, v in arguments.items()
+                                        if k not in ignore})
             else:
                 values = settings(arguments)
             with run_lock.hold(root_dir, warn=warn):
@@ -233,4 +239,4 @@ def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, 
 
 
 __all__ = ["ALLOW_FLAG", "FILENAME", "SettingsError", "changed", "check_and_record",
-           "flat_settings", "resumable"]
+           "flat_settings", "json_settings", "resumable"]

@@ -8,6 +8,7 @@ import pytest
 from keras_relational import without_tensorflow
 from keras_relational.environments import relations_game
 from keras_relational.experiments import relations_game_lib as lib
+from keras_relational.experiments.relations_game_config import RelationsGameConfig
 from keras_relational.models import relations_game as models
 
 TINY = dict(num_batches=4, eval_interval=2, batch_size=5, num_train_examples=40,
@@ -145,8 +146,9 @@ def test_train_eval_single_task_writes_everything_and_resumes(tmp_path, capsys):
         assert os.path.exists(os.path.join(root, path)), path
     assert os.listdir(os.path.join(root, "eval"))
     assert "batch 2:" in capsys.readouterr().out
-    # Re-running with the same root_dir does not train again and returns the same results.
-    again = lib.train_eval(root, central="predinet", task="same", **TINY)
+    # Re-running with the same root_dir does not train again and returns the same results; the
+    # settings given as a config object are those given as keyword arguments.
+    again = lib.train_eval(root, RelationsGameConfig(central="predinet", task="same", **TINY))
     assert again == json.load(open(os.path.join(root, "results.json")))
     assert "already finished" in capsys.readouterr().out
 
@@ -177,6 +179,12 @@ def test_errors_name_the_argument(tmp_path):
         lib.train_eval(str(tmp_path), task="colour_and_or_shape", colour_shape_layout="rows")
     with pytest.raises(ValueError, match=r"`stage`.*2"):
         lib.freeze_for_stage(models.build_model("mlp1"), 2)
+    # The config checks its settings together when it is built, before any file is written.
+    with pytest.raises(ValueError, match=r"`curriculum_task`.*'colour_and_or_shape'"):
+        RelationsGameConfig(task="between", curriculum_task="colour_and_or_shape")
+    with pytest.raises(ValueError, match=r"`dtype_policy`.*'float16'"):
+        lib.train_eval(str(tmp_path / "never"), RelationsGameConfig(), dtype_policy="float16")
+    assert not os.path.exists(tmp_path / "never")
 
 
 @pytest.mark.slow
@@ -314,6 +322,7 @@ _JAX_WITHOUT_TENSORFLOW = textwrap.dedent("""
     sys.path.insert(0, {repo!r})  # benchmarks/ is a folder of scripts
     import keras
     from keras_relational.experiments import relations_game_lib as lib
+from keras_relational.experiments.relations_game_config import RelationsGameConfig
     from benchmarks import reproduce_predinet as reproduce
 
     tiny = dict(num_batches=4, eval_interval=2, batch_size=5, num_train_examples=40,
