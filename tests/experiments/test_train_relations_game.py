@@ -322,7 +322,6 @@ _JAX_WITHOUT_TENSORFLOW = textwrap.dedent("""
     sys.path.insert(0, {repo!r})  # benchmarks/ is a folder of scripts
     import keras
     from keras_relational.experiments import relations_game_lib as lib
-from keras_relational.experiments.relations_game_config import RelationsGameConfig
     from benchmarks import reproduce_predinet as reproduce
 
     tiny = dict(num_batches=4, eval_interval=2, batch_size=5, num_train_examples=40,
