@@ -28,11 +28,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 
+import gpu_session  # benchmarks/gpu_session.py, beside this script: the run archives
 import results_io  # benchmarks/results_io.py, beside this script
+
+from keras_relational.agents.curves import read_curve
 
 NO_GRADIENT = 1e-30  # an RMSProp accumulator below this has seen no gradient for long
 NUM_ACTIONS = 4  # Box-World's moves (Zambaldi et al. 2019, Sec. 3.1)
@@ -43,22 +45,15 @@ TERMS = ("loss", "policy_gradient_loss", "value_loss", "entropy", "gradient_norm
 
 
 def extract_run(archive, into):
-    """The run directory and its ``gpu_session_run.json`` record, extracted from ``archive``."""
-    os.makedirs(into, exist_ok=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    runs = [os.path.join(into, name) for name in os.listdir(into)
-            if os.path.exists(os.path.join(into, name, "gpu_session_run.json"))]
-    if len(runs) != 1:
-        raise ValueError(f"--archive: expected one run directory with gpu_session_run.json, "
-                         f"found {len(runs)} in {archive}.")
-    with open(os.path.join(runs[0], "gpu_session_run.json")) as f:
-        return runs[0], json.load(f)
-
-
-def read_curve(run_dir):
-    with open(os.path.join(run_dir, "curves.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The run directory and its ``gpu_session_run.json`` record, extracted from ``archive``
+    (``gpu_session``'s archive format and checks)."""
+    try:
+        run_dir = gpu_session.extract_archive(archive, into)
+        with open(os.path.join(run_dir, gpu_session.RUN_META)) as f:
+            return run_dir, json.load(f)
+    except (ValueError, OSError) as error:
+        raise ValueError(f"--archive: expected one run directory with {gpu_session.RUN_META} "
+                         f"in {archive} ({error}).") from None
 
 
 def resume_command(run_dir, record, updates, start_step):
