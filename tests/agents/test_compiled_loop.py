@@ -10,15 +10,14 @@ import glob
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import keras
 import numpy as np
 import pytest
+from kill_checks import kill_after_checkpoint
 
 from keras_relational import without_tensorflow
 from keras_relational.agents.compiled import checkpointing, levels, loop
@@ -186,19 +185,8 @@ def test_train_eval_outputs_and_resumes_after_a_stop_and_a_kill_9_equal_the_unin
 
     # Killed with SIGKILL once its second checkpoint is written, then restarted.
     root = str(tmp_path / "killed")
-    process = subprocess.Popen(_command(root, 100_000), cwd=_REPO_ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 600
-        while time.time() < deadline and not [s for s in _steps(root) if s >= 2]:
-            time.sleep(0.05)
-            assert process.poll() is None, "training process died before a checkpoint"
-        assert [s for s in _steps(root) if s >= 2], "no checkpoint within 600 s"
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    assert process.returncode == -signal.SIGKILL
-    killed_at = _steps(root)[-1]  # the newest complete checkpoint (written whole, renamed)
+    killed_at = kill_after_checkpoint(_command(root, 100_000), lambda: _steps(root), at_least=2,
+                                      timeout=600, poll_seconds=0.05, cwd=_REPO_ROOT, env=env)
     final = killed_at + 2
     lines = run(root, final)
     assert f"Resuming from {root}: train step {killed_at}" in lines, lines

@@ -2,7 +2,6 @@ import glob
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -10,6 +9,7 @@ import time
 
 import pytest
 import tensorboard_tags
+from kill_checks import kill_after_checkpoint
 
 from keras_relational.agents.tf_agents.train_eval import train_eval
 
@@ -119,18 +119,9 @@ def test_resumes_after_kill_9(tmp_path):
     """A training process killed with SIGKILL resumes from its last checkpoint when restarted."""
     root = str(tmp_path / "run")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.Popen(_train_command(root, 10_000), cwd=_REPO_ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 240
-        while time.time() < deadline and not [s for s in _checkpoint_steps(root) if s >= 4]:
-            time.sleep(1)
-            assert process.poll() is None, "training process died before a checkpoint"
-        assert [s for s in _checkpoint_steps(root) if s >= 4], "no checkpoint within 240 s"
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    killed_at = _checkpoint_steps(root)[-1]
+    killed_at = kill_after_checkpoint(_train_command(root, 10_000),
+                                      lambda: _checkpoint_steps(root), at_least=4, timeout=240,
+                                      poll_seconds=1, cwd=_REPO_ROOT, env=env)
     restarted = subprocess.run(_train_command(root, killed_at + 2), cwd=_REPO_ROOT, env=env,
                                capture_output=True, text=True, timeout=300)
     assert restarted.returncode == 0, restarted.stderr[-3000:]

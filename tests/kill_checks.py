@@ -1,0 +1,30 @@
+"""Kills a training process with SIGKILL once it has checkpointed: the kill -9 resume tests'
+first half (``tests/agents/test_train_eval.py``, ``tests/agents/test_compiled_loop.py``)."""
+
+import signal
+import subprocess
+import time
+
+
+def kill_after_checkpoint(command, checkpoint_steps, at_least, timeout, poll_seconds,
+                          **popen_kwargs):
+    """Starts ``command`` and sends it SIGKILL once ``checkpoint_steps()`` (the steps of its
+    complete checkpoints, ascending) holds one of at least ``at_least``; returns the newest.
+
+    Fails the test if the process exits first, or if no such checkpoint appears within
+    ``timeout`` seconds.
+    """
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               **popen_kwargs)
+    try:
+        deadline = time.time() + timeout
+        while time.time() < deadline and not [s for s in checkpoint_steps() if s >= at_least]:
+            time.sleep(poll_seconds)
+            assert process.poll() is None, "training process died before a checkpoint"
+        assert [s for s in checkpoint_steps() if s >= at_least], \
+            f"no checkpoint within {timeout} s"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    return checkpoint_steps()[-1]  # the newest complete checkpoint (written whole, renamed)
