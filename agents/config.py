@@ -39,6 +39,7 @@ ALGORITHMS = ("vtrace", "ppo")
 # "tf_agents": TF-Agents' Actor and Learner (agents/tf_agents/train_eval.py); "compiled":
 # environment steps, acting and learning in one compiled function per update (agents/compiled/).
 TRAINERS = ("tf_agents", "compiled")
+DEFAULT_TRAINER = TRAINERS[0]  # train_boxworld's --trainer and the presets' default
 ENV_BACKENDS = ("numpy", "tensor")
 # Evaluation levels and sampling are seeded `seed + EVAL_SEED_OFFSET` by both trainers, so an
 # evaluation never plays the training levels' stream.

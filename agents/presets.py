@@ -27,7 +27,12 @@ Example::
 
 from keras_relational import environments, validation
 from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.config import ENVIRONMENT_CONFIGS, TRAINERS, TFAgentsConfig
+from keras_relational.agents.config import (
+    DEFAULT_TRAINER,
+    ENVIRONMENT_CONFIGS,
+    TRAINERS,
+    TFAgentsConfig,
+)
 
 # The config class of each trainer (agents.config.TRAINERS).
 TRAINER_CONFIGS = {"tf_agents": TFAgentsConfig, "compiled": CompiledConfig}
@@ -190,7 +195,7 @@ def config_class(trainer):
     return TRAINER_CONFIGS[trainer]
 
 
-def train_config(name, level=None, model=None, env_name=None, trainer="tf_agents",
+def train_config(name, level=None, model=None, env_name=None, trainer=DEFAULT_TRAINER,
                  **overrides):
     """The config of preset ``name`` for ``trainer``; the arguments given win over the preset.
 

@@ -9,7 +9,7 @@ Example::
     from keras_relational.experiments.relations_game_config import RelationsGameConfig
 
     config = RelationsGameConfig(central="mlp1", task="same", num_batches=500)
-    config.stages      # ("same",): one single-task run; a curriculum_task gives the 4 stages
+    config.num_classes     # 2: the classes of the target task
 """
 
 import dataclasses
@@ -185,11 +185,6 @@ class RelationsGameConfig:
     def batches_per_call(self):
         """The batches one compiled training call runs: pause checks fall on their boundaries."""
         return min(self.steps_per_execution, self.eval_interval, self.num_batches)
-
-    @property
-    def stages(self):
-        """The training runs: ``(task,)``, or the transfer protocol's four stages."""
-        return STAGES if self.curriculum_task else (self.task,)
 
 
 __all__ = ["INPUT_PIPELINES", "STAGES", "RelationsGameConfig"]

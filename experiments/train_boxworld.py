@@ -107,7 +107,7 @@ def _define(name, field_type, default, help_text):
         flags.DEFINE_string(name, default, help_text)
 
 
-flags.DEFINE_enum("trainer", "tf_agents", list(config_lib.TRAINERS),
+flags.DEFINE_enum("trainer", config_lib.DEFAULT_TRAINER, list(config_lib.TRAINERS),
                   "Training loop: 'tf_agents' (TF-Agents' actor and learner; "
                   "keras_relational.agents.config.TFAgentsConfig) or 'compiled' (tensor BoxWorld, "
                   "acting and V-trace learning in one compiled function per update under the "

@@ -15,8 +15,9 @@ Data flows one way: environments and layers know nothing of what is built on the
 * no two modules import each other, directly or through others (no cycle, also through imports
   inside functions);
 * a default shared across the package is written once: no function argument or config field
-  spells out the dtype policy's or the level source's default (they name
-  ``validation.DEFAULT_DTYPE_POLICY`` / ``level_banks.DEFAULT_LEVEL_SOURCE``).
+  spells out the dtype policy's, the level source's or the trainer's default (they name
+  ``validation.DEFAULT_DTYPE_POLICY``, ``level_banks.DEFAULT_LEVEL_SOURCE``,
+  ``agents.config.DEFAULT_TRAINER``).
 
 The checker itself is tested on small synthetic sources, so a violation cannot pass unseen.
 """
@@ -324,7 +325,7 @@ def test_no_import_cycles():
 
 
 # Argument (or dataclass field) name -> the literal its shared default must not be written as.
-_SHARED_DEFAULTS = {"dtype_policy": "float32", "level_source": "numpy"}
+_SHARED_DEFAULTS = {"dtype_policy": "float32", "level_source": "numpy", "trainer": "tf_agents"}
 
 
 def literal_defaults(source):
