@@ -17,7 +17,7 @@ Data flows one way: environments and layers know nothing of what is built on the
 * a default shared across the package is written once: no function argument or config field
   spells out the dtype policy's, the level source's or the trainer's default (they name
   ``validation.DEFAULT_DTYPE_POLICY``, ``level_banks.DEFAULT_LEVEL_SOURCE``,
-  ``agents.config.DEFAULT_TRAINER``).
+  ``keras_relational.agents.config.DEFAULT_TRAINER``).
 
 The checker itself is tested on small synthetic sources, so a violation cannot pass unseen.
 """

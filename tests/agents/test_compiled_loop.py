@@ -280,7 +280,7 @@ _JAX_SCRIPT = textwrap.dedent("""
                 raise ModuleNotFoundError(f"No module named {{name!r}}")
 
     sys.meta_path.insert(0, NoTensorFlow())
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {tests_root!r}]  # as pytest's pythonpath: tests/ too
     import numpy as np
     import keras
     from test_vtrace import vtrace_reference
@@ -314,7 +314,8 @@ _JAX_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow  # a fresh JAX process compiling an update and an evaluation
 def test_under_jax_without_tensorflow(tmp_path):
-    script = _JAX_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)),
+    tests = os.path.dirname(os.path.abspath(__file__))
+    script = _JAX_SCRIPT.format(tests=tests, tests_root=os.path.dirname(tests),
                                 root=str(tmp_path / "jax"))
     done = subprocess.run([sys.executable, "-c", script], cwd=_REPO_ROOT, capture_output=True,
                           text=True, timeout=600, env=dict(os.environ, KERAS_BACKEND="jax"))
