@@ -34,6 +34,7 @@ from keras_relational.experiments import (
     safe_backup,
 )
 from keras_relational.models import precision
+from keras_relational.models.choices import OPERATIONS
 from keras_relational.models.tpr_rnn import tpr_rnn
 
 
@@ -170,11 +171,6 @@ def error_table(results, paper=None):
         rows.append(f"| {task} | {error:.2f} |{extra}")
     return "\n".join(rows)
 
-
-# Schlag & Schmidhuber 2018, Table 3: the memory operations besides the write W (M = move,
-# B = backlink) -> (use_move, use_backlink).
-OPERATIONS = {"W": (False, False), "W+M": (True, False), "W+B": (False, True),
-              "W+M+B": (True, True)}
 
 # The all-tasks model of Table 1 (one model, 20 tasks): E, R, H and batch size of the authors'
 # code release (the paper: "scaled up"), stories padded to S = 130 as there.

@@ -27,8 +27,10 @@ the paper's batch size reproduces the paper's update whatever the number of devi
   for the whole process (``keras.distribution.set_distribution``), so ``model.fit`` outside
   ``scope()`` runs on the mesh too.
 
-Each binary defines the flags with ``define_distribution_strategy_flag()`` and passes
-``FLAGS.distribution_strategy`` to its ``train_eval``.
+Each binary defines the flags with
+``keras_relational.experiments.distribution_flags.define_distribution_strategy_flag()`` (pure
+Python: a bad flag is refused before Keras loads) and passes ``FLAGS.distribution_strategy`` to
+its ``train_eval``.
 
 The ``tf.distribute`` strategies need the TensorFlow backend and ``"data_parallel"`` the JAX
 backend (Keras 3.15 implements ``keras.distribution`` for JAX only); any other pairing is an
@@ -54,48 +56,15 @@ import logging
 
 import keras
 
-STRATEGIES = ("default", "mirrored", "multi_worker", "tpu", "data_parallel")
+from keras_relational.experiments.distribution_flags import STRATEGIES
+
 # The strategies of each Keras backend (beside "default", which is every backend's).
 _TENSORFLOW_ONLY = ("mirrored", "multi_worker", "tpu")
 _JAX_ONLY = ("data_parallel",)
 
-_FLAG_HELP = (
-    "Distribution: 'default' (one device), 'mirrored' (all local GPUs, else the CPU), "
-    "'multi_worker' (MultiWorkerMirroredStrategy over the machines in TF_CONFIG; run the same "
-    "command on every worker), 'tpu' (TPUStrategy over the TPU at --tpu): tf.distribute, "
-    "TensorFlow backend; 'data_parallel' (keras.distribution.DataParallel over every device "
-    "JAX sees): JAX backend. The batch size stays the global batch size."
-)
-_TPU_HELP = ("With --distribution_strategy=tpu: the TPU's address (grpc://host:8470) or Cloud "
-             "TPU name; default: TPUClusterResolver's (TPU_NAME, or 'local' on a TPU VM).")
 _logger = logging.getLogger(__name__)
 _created = {}  # name -> strategy: one instance per process (TF allows one multi-worker one)
 _logged = set()
-
-
-def define_distribution_strategy_flag(flag_values=None):
-    """Defines ``--distribution_strategy`` (an enum over ``STRATEGIES``, default ``"default"``)
-    and ``--tpu`` (the TPU's address, accepted only with ``--distribution_strategy=tpu``).
-
-    Called once at module level by every supervised binary, so the flags have one name, one set
-    of choices and one help text everywhere:
-
-        distribution_lib.define_distribution_strategy_flag()
-        ...
-        train_eval(..., distribution_strategy=FLAGS.distribution_strategy)
-
-    ``get_strategy("tpu")`` reads ``--tpu`` itself, so ``train_eval`` needs no argument for it.
-    """
-    from absl import flags
-
-    from keras_relational.experiments import flag_checks
-
-    flag_values = flags.FLAGS if flag_values is None else flag_values
-    defined = flags.DEFINE_enum("distribution_strategy", "default", list(STRATEGIES),
-                                _FLAG_HELP, flag_values=flag_values)
-    flags.DEFINE_string("tpu", None, _TPU_HELP, flag_values=flag_values)
-    flag_checks.require_only_for("distribution_strategy", "tpu", ["tpu"], flag_values=flag_values)
-    return defined
 
 
 def get_strategy(name="default", tpu=None):

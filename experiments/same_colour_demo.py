@@ -20,8 +20,8 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags, logging
 
-from keras_relational.experiments import distribution_lib
-from keras_relational.experiments.same_colour_lib import train_eval
+# Pure modules only: the flags are defined and checked before Keras or TensorFlow loads.
+from keras_relational.experiments import distribution_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", "/tmp/keras_relational_same_colour", "Output directory.")
@@ -29,13 +29,16 @@ flags.DEFINE_integer("epochs", 8, "Training epochs.")
 flags.DEFINE_integer("num_train", 4000, "Generated training examples.")
 flags.DEFINE_integer("seed", 0, "Random seed.")
 flag_checks.require_ranges({"epochs": (1, None), "num_train": (1, None), "seed": (0, 2**32 - 1)})
-distribution_lib.define_distribution_strategy_flag()
+distribution_flags.define_distribution_strategy_flag()
 flag_checks.define_dtype_policy_flag()
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
+    # Keras and TensorFlow load here, after the flags are parsed and checked.
+    from keras_relational.experiments.same_colour_lib import train_eval
+
     train_eval(FLAGS.root_dir, num_train=FLAGS.num_train, epochs=FLAGS.epochs, seed=FLAGS.seed,
                distribution_strategy=FLAGS.distribution_strategy, dtype_policy=FLAGS.dtype_policy)
 

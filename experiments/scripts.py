@@ -1,9 +1,10 @@
 """The console scripts: one function per binary that imports the binary only when it runs.
 
 A binary imports its dependencies (TensorFlow, dm_env, TF-Agents, matplotlib, ...) when its
-module loads, before its ``run()`` could catch anything; so each console script (setup.cfg's
-``console_scripts``) is a function here that imports the binary and calls its ``run()``, and
-turns a missing third-party dependency into one line naming the extra that installs it
+module loads, before its ``run()`` could catch anything, or (the training binaries, whose flags
+need no Keras) inside its ``main()``; so each console script (setup.cfg's ``console_scripts``) is
+a function here that imports the binary and calls its ``run()``, and turns a missing third-party
+dependency raised by either into one line naming the extra that installs it
 (``pip install "keras-relational[rl]"``) or, where Keras' default TensorFlow backend is missing
 but another backend is installed, the variable to set (``KERAS_BACKEND=jax``). This module
 imports nothing beyond the standard library.

@@ -29,9 +29,11 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
+# Pure modules only: the flags are defined and checked before Keras or TensorFlow loads.
 from keras_relational import run_settings
 from keras_relational.environments import babi
-from keras_relational.experiments import babi_lib, distribution_lib
+from keras_relational.experiments import distribution_flags
+from keras_relational.models.choices import OPERATIONS
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
@@ -46,7 +48,7 @@ flags.DEFINE_integer("relation_dim", 10, "R (not stated for single tasks in the 
 flags.DEFINE_integer("hidden_dim", 40, "MLP hidden width H (authors' code).")
 flags.DEFINE_bool("use_move", True, "Use the move operation.")
 flags.DEFINE_bool("use_backlink", True, "Use the backlink operation.")
-flags.DEFINE_enum("operations", None, list(babi_lib.OPERATIONS),
+flags.DEFINE_enum("operations", None, list(OPERATIONS),
                   "Table 3 ablation: the memory operations (W write, M move, B backlink); sets "
                   "--use_move and --use_backlink, which must then be left out.")
 flags.DEFINE_bool("systematic", False,
@@ -75,7 +77,7 @@ flag_checks.require_ranges({
     "warmup_steps": (0, None), "global_clipnorm": (0, None), "patience": (0, None),
     "target_val_accuracy": (0, 1), "max_minutes": (0, None), "seed": (0, 2**32 - 1)},
     exclusive_low=("learning_rate", "global_clipnorm", "max_minutes"))
-distribution_lib.define_distribution_strategy_flag()
+distribution_flags.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
 
@@ -88,6 +90,9 @@ def main(argv):
     tasks = [int(t) for t in FLAGS.tasks]
     if FLAGS.systematic and not FLAGS["tasks"].present:
         tasks = list(babi.SYSTEMATIC_TASKS)
+    # Keras and TensorFlow load here, after the flags are parsed and checked.
+    from keras_relational.experiments import babi_lib
+
     babi_lib.train_eval(
         FLAGS.root_dir,
         tasks=tasks,

@@ -16,8 +16,8 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
+# Pure modules only: the flags are defined and checked before Keras or TensorFlow loads.
 from keras_relational import run_settings
-from keras_relational.experiments import char_lm_lib, console
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
@@ -52,6 +52,9 @@ flag_checks.require_ranges({
 
 def main(argv):
     del argv
+    # Keras and TensorFlow load here, after the flags are parsed and checked.
+    from keras_relational.experiments import char_lm_lib
+
     results = char_lm_lib.train_eval(
         FLAGS.root_dir, allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters,
         attentions=FLAGS.attentions, tasks=tuple(FLAGS.tasks),

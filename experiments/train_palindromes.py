@@ -17,7 +17,8 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
-from keras_relational.experiments import distribution_lib, palindromes_lib
+# Pure modules only: the flags are defined and checked before Keras or TensorFlow loads.
+from keras_relational.experiments import distribution_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
@@ -67,12 +68,15 @@ flag_checks.require_ranges({
     "patience": (0, None), "min_epochs": (1, None), "n_per_length": (1, None),
     "long_n_per_length": (1, None), "data_seed": (0, 2**32 - 1)},
     exclusive_low=("learning_rate", "straight_through_learning_rate"))
-distribution_lib.define_distribution_strategy_flag()
+distribution_flags.define_distribution_strategy_flag()
 flag_checks.define_dtype_policy_flag()
 
 
 def main(argv):
     del argv
+    # Keras and TensorFlow load here, after the flags are parsed and checked.
+    from keras_relational.experiments import palindromes_lib
+
     threshold = FLAGS.restart_threshold if FLAGS.restart_threshold >= 0 else None
     summary = palindromes_lib.train_seeds(
         FLAGS.root_dir, FLAGS.models, FLAGS.conditions, FLAGS.seeds,

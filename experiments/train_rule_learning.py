@@ -16,7 +16,8 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
-from keras_relational.experiments import distribution_lib, rule_learning_lib
+# Pure modules only: the flags are defined and checked before Keras or TensorFlow loads.
+from keras_relational.experiments import distribution_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory.", required=True)
@@ -33,12 +34,15 @@ flags.DEFINE_bool("export", True, "Write model.keras and a SavedModel per run.")
 flag_checks.require_subset("models", ("conv", "mlp", "rnn"))
 flag_checks.require_ranges({"seeds": (1, None), "epochs": (1, None), "batch_size": (1, None),
                         "learning_rate": (0, None)}, exclusive_low=("learning_rate",))
-distribution_lib.define_distribution_strategy_flag()
+distribution_flags.define_distribution_strategy_flag()
 flag_checks.define_dtype_policy_flag()
 
 
 def main(argv):
     del argv
+    # Keras and TensorFlow load here, after the flags are parsed and checked.
+    from keras_relational.experiments import rule_learning_lib
+
     summary = rule_learning_lib.train_seeds(
         FLAGS.root_dir, FLAGS.models, FLAGS.seeds, epochs=FLAGS.epochs,
         batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, use_bias=FLAGS.use_bias,

@@ -1,6 +1,8 @@
 """`import keras_relational` and the agents' shared core leave tf.keras alone; only the
-TF-Agents trainer (`keras_relational.agents.tf_agents`) routes it to tf-keras."""
+TF-Agents trainer (`keras_relational.agents.tf_agents`) routes it to tf-keras. The supervised
+binaries define and check their flags without loading Keras, TensorFlow or JAX."""
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +22,75 @@ def run_python(code, **env_overrides):
     env.update(env_overrides)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=_REPO_ROOT,
                           capture_output=True, text=True, timeout=300)
+
+
+# Each supervised binary -> a bad value of one of its enum flags and the absl error it gives.
+_BAD_ENUM_FLAGS = {
+    "train_relations_game": ("--central=nope", "flag --central=nope: value should be one of "
+                             "<predinet|mlp1|mlp2|relation_net|mha>"),
+    "train_babi": ("--operations=nope", "flag --operations=nope: value should be one of "
+                   "<W|W+M|W+B|W+M+B>"),
+    "train_char_lm": ("--dtype_policy=nope", "flag --dtype_policy=nope: value should be one of "
+                      "<float32|mixed_bfloat16|mixed_float16>"),
+    "train_palindromes": ("--distribution_strategy=nope", "flag --distribution_strategy=nope: "
+                          "value should be one of <default|mirrored|multi_worker|tpu|"
+                          "data_parallel>"),
+    "train_rule_learning": ("--distribution_strategy=nope", "flag --distribution_strategy=nope"),
+    "same_colour_demo": ("--distribution_strategy=nope", "flag --distribution_strategy=nope"),
+}
+# Imports each binary in turn (removing its flags before the next one), parses its flags, good
+# and bad, and prints {binary: [heavy modules loaded, the good parse's error, the bad one's]}.
+_IMPORT_AND_PARSE = """
+    import importlib, json, sys
+    from absl import flags
+    HEAVY = ("keras", "tensorflow", "jax")
+    results = {}
+    for binary, bad in json.loads(sys.argv[1]).items():
+        before = set(flags.FLAGS)
+        importlib.import_module("keras_relational.experiments." + binary)
+        errors = []
+        for extra in ([], [bad]):
+            flags.FLAGS.unparse_flags()
+            try:
+                flags.FLAGS(["binary", "--root_dir=/tmp/unused", *extra])
+                errors.append(None)
+            except flags.Error as error:
+                errors.append(str(error))
+        results[binary] = [sorted(m for m in sys.modules if m.split(".")[0] in HEAVY), *errors]
+        for name in set(flags.FLAGS) - before:
+            delattr(flags.FLAGS, name)
+    print("RESULTS" + json.dumps(results))
+"""
+
+
+def test_supervised_binaries_define_and_check_their_flags_without_keras():
+    # The binaries import their training libraries (Keras, TensorFlow) inside main(), so --help
+    # and a bad flag answer at once, before any of them loads.
+    bad = {binary: flag for binary, (flag, _) in _BAD_ENUM_FLAGS.items()}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_IMPORT_AND_PARSE), json.dumps(bad)],
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=_REPO_ROOT, capture_output=True,
+        text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(result.stdout.split("RESULTS", 1)[1])
+    assert list(results) == list(_BAD_ENUM_FLAGS)
+    for binary, (heavy, good_error, bad_error) in results.items():
+        assert heavy == [], (binary, heavy)
+        assert good_error is None, (binary, good_error)
+        assert bad_error is not None and bad_error.startswith(_BAD_ENUM_FLAGS[binary][1]), (
+            binary, bad_error)
+
+
+def test_a_bad_enum_flag_is_absl_error_naming_the_choices():
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_relational.experiments.train_relations_game",
+         "--root_dir=/tmp/unused", "--central=nope"],
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=_REPO_ROOT, capture_output=True,
+        text=True, timeout=300)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert ("FATAL Flags parsing error: flag --central=nope: value should be one of "
+            "<predinet|mlp1|mlp2|relation_net|mha>") in result.stderr, result.stderr[-3000:]
 
 
 def test_layer_package_does_not_touch_tf_keras():

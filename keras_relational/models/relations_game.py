@@ -39,8 +39,8 @@ from keras_relational.layers.multi_head_attention_central import MultiHeadAttent
 from keras_relational.layers.predinet import PrediNet
 from keras_relational.layers.relation_net_central import RelationNetCentral
 from keras_relational.layers.spatial_entities import SpatialEntities
+from keras_relational.models.choices import CENTRAL_MODULES
 
-CENTRAL_MODULES = ("predinet", "mlp1", "mlp2", "relation_net", "mha")
 NUM_TASKS = 5  # Shanahan et al. 2020, reference notebook: the task one-hot always has 5 slots.
 IMAGE_SHAPE = (36, 36, 3)  # Shanahan et al. 2020, Sec. 4
 PIXEL_SCALE = 1.0 / 256.0  # reference notebook: uint8 pixels / 256

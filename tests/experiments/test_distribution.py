@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_relational.experiments import distribution_lib, rule_learning_lib
+from keras_relational.experiments import distribution_flags, distribution_lib, rule_learning_lib
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -132,23 +132,23 @@ def test_flag_is_the_same_enum_everywhere():
     from absl import flags
 
     flag_values = flags.FlagValues()
-    distribution_lib.define_distribution_strategy_flag(flag_values)
+    distribution_flags.define_distribution_strategy_flag(flag_values)
     flag_values(["binary"])
     assert flag_values.distribution_strategy == "default"
     choices = flag_values["distribution_strategy"].parser.enum_values
-    assert tuple(choices) == distribution_lib.STRATEGIES
+    assert tuple(choices) == distribution_lib.STRATEGIES == distribution_flags.STRATEGIES
     flag_values(["binary", "--distribution_strategy=multi_worker"])
     assert flag_values.distribution_strategy == "multi_worker"
     with pytest.raises(flags.IllegalFlagValueError):
         flag_values(["binary", "--distribution_strategy=gpu"])
     # --tpu only with --distribution_strategy=tpu (silently ignoring it would train elsewhere).
     flag_values = flags.FlagValues()
-    distribution_lib.define_distribution_strategy_flag(flag_values)
+    distribution_flags.define_distribution_strategy_flag(flag_values)
     with pytest.raises(flags.IllegalFlagValueError, match=r"--tpu: expected only with "
                                                           r"--distribution_strategy=tpu"):
         flag_values(["binary", "--tpu=grpc://10.0.0.2:8470"])
     flag_values = flags.FlagValues()
-    distribution_lib.define_distribution_strategy_flag(flag_values)
+    distribution_flags.define_distribution_strategy_flag(flag_values)
     flag_values(["binary", "--distribution_strategy=tpu", "--tpu=local"])
     assert flag_values.tpu == "local"
 
