@@ -28,14 +28,16 @@ console.quiet_dependencies(__name__)
 
 from absl import app, flags
 
+# Pure modules only: the flags are defined and checked before Keras or TensorFlow loads.
 from keras_relational import run_settings
 from keras_relational.environments import relations_game
-from keras_relational.experiments import distribution_lib, relations_game_lib
-from keras_relational.models import relations_game as models
+from keras_relational.experiments import distribution_flags
+from keras_relational.experiments.relations_game_config import INPUT_PIPELINES
+from keras_relational.models.choices import CENTRAL_MODULES
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("root_dir", None, "Output directory (re-running resumes).")
-flags.DEFINE_enum("central", "predinet", list(models.CENTRAL_MODULES), "Central module.")
+flags.DEFINE_enum("central", "predinet", list(CENTRAL_MODULES), "Central module.")
 flags.DEFINE_enum("task", "between", list(relations_game.TASKS), "Target task.")
 flags.DEFINE_enum("curriculum_task", None, list(relations_game.TASKS),
                   "Pre-training task; set it to run the 4-stage transfer protocol.")
@@ -75,7 +77,7 @@ flags.DEFINE_enum("occurs_distractors", "variants",
                   "occurs: the other bottom objects are variants of the top one (default) or, "
                   "one_variant, random objects but for one variant in a negative.")
 
-flags.DEFINE_enum("input_pipeline", None, list(relations_game_lib.INPUT_PIPELINES),
+flags.DEFINE_enum("input_pipeline", None, list(INPUT_PIPELINES),
                   "tf.data (needs TensorFlow) or numpy (any Keras backend, no TensorFlow); "
                   "default: tf.data under the TensorFlow backend, numpy under the others.")
 
@@ -86,12 +88,15 @@ flag_checks.require_ranges({
     "early_stopping_accuracy": (0, 1), "pause_above_accuracy": (0, 1),
     "pause_interval": (1, None), "num_heads": (1, None), "seed": (0, 2**32 - 1)},
     exclusive_low=("learning_rate", "pause_above_accuracy"))
-distribution_lib.define_distribution_strategy_flag()
+distribution_flags.define_distribution_strategy_flag()
 flags.mark_flag_as_required("root_dir")
 
 
 def main(argv):
     del argv
+    # Keras and TensorFlow load here, after the flags are parsed and checked.
+    from keras_relational.experiments import relations_game_lib
+
     central_kwargs = {}
     if FLAGS.num_heads is not None:
         central_kwargs["num_heads"] = FLAGS.num_heads
