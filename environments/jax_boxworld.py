@@ -43,6 +43,7 @@ obs, state, reward, done, info = step(keys, state, actions, params)
 """
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -159,6 +160,10 @@ class _Functional:
                                 type(params).__name__)
         return params
 
+    # Compiled as gymnax compiles its `Environment.reset` / `step` (the instance static): an
+    # un-jitted `jax.vmap(env.reset)` then builds one program instead of dispatching every
+    # operation of the level sampler on its own (several times the compile time).
+    @functools.partial(jax.jit, static_argnames=("self",))
     def reset(self, key, params=None):
         """`(obs, state)`: a new level drawn from the PRNG `key`."""
         self._check_params(params)
@@ -193,6 +198,7 @@ class _Functional:
                                                         1.0)).astype("float32")
         return observation, new, reward[0], terminated, truncated, discount
 
+    @functools.partial(jax.jit, static_argnames=("self",))
     def step(self, key, state, action, params=None):
         """`(obs, state, reward, done, info)`; after `done`, `obs` and `state` are those of a
         new level drawn from `key` (see the module docstring)."""

@@ -90,26 +90,30 @@ def failures(draws, p):
     return ops.where(p >= 1.0, 0.0, ops.where(p <= 0.0, np.inf, count))
 
 
-def until_accepted(sample, seed, max_attempts):
+def until_accepted(sample, seed, max_attempts, placeholder):
     """Levels from `sample(seed) -> (levels, accepted [B], seed)`, redrawn until accepted.
 
-    Returns `(levels, attempts, seed)`: `attempts` int32 `[B]` is the round that gave each level
-    (1 if the first draw was accepted), `max_attempts + 1` where no round in `max_attempts` was.
+    `placeholder` is a dict of tensors with the structure, shapes and dtypes of `sample`'s
+    `levels` (its values are never returned). Returns `(levels, attempts, seed)`: `attempts`
+    int32 `[B]` is the round that gave each level (1 if the first draw was accepted),
+    `max_attempts + 1` where no round in `max_attempts` was (such a level is the first round's
+    draw).
     """
-    levels, accepted, seed = sample(seed)
-    attempts = ops.where(accepted, 1, max_attempts + 1)
-
+    # Every round, the first one too, is the loop's body: `sample` is traced once, not twice
+    # (a compiled program holds one copy of the sampler, and compiles faster).
     def cond(count, seed, accepted, attempts, levels):
         return ops.logical_and(count < max_attempts, ops.logical_not(ops.all(accepted)))
 
     def body(count, seed, accepted, attempts, levels):
         drawn, ok, seed = sample(seed)
         take = ok & ~accepted
-        levels = {key: row_select(take, drawn[key], levels[key]) for key in levels}
+        keep = take | (count == 0)  # the first round fills every row
+        levels = {key: row_select(keep, drawn[key], levels[key]) for key in levels}
         attempts = ops.cast(ops.where(take, count + 1, attempts), "int32")
         return count + 1, seed, accepted | ok, attempts, levels
 
-    count = ops.convert_to_tensor(1, "int32")
-    _, seed, _, attempts, levels = ops.while_loop(
-        cond, body, (count, seed, accepted, ops.cast(attempts, "int32"), levels))
+    batch = next(iter(placeholder.values())).shape[0]
+    start = (ops.convert_to_tensor(0, "int32"), seed, ops.zeros((batch,), "bool"),
+             ops.full((batch,), max_attempts + 1, "int32"), dict(placeholder))
+    _, seed, _, attempts, levels = ops.while_loop(cond, body, start)
     return levels, attempts, seed

@@ -64,10 +64,20 @@ class BoxWorldLevelSampler:
         # strict: no level is redrawn (the NumPy generator raises instead).
         limit = 1 if self.config.strict else MAX_LEVEL_ATTEMPTS
         levels, attempts, seed = until_accepted(
-            lambda s: self._attempt(s, num_levels), seed, limit)
+            lambda s: self._attempt(s, num_levels), seed, limit, self._placeholder(num_levels))
         bank = {key: levels.pop(key) for key in ("grid", "distractor", "agent")}
         levels["attempts"] = attempts
         return bank, levels, seed
+
+    def _placeholder(self, n):
+        """Zeros with the structure, shapes and dtypes of `_attempt`'s levels."""
+        cells, slots = self.config.frame_size ** 2, self.num_slots
+        shapes = dict(grid=((n, cells), "uint8"), distractor=((n, cells), "bool"),
+                      agent=((n,), "int32"), goal_length=((n,), "int32"),
+                      num_distractors=((n,), "int32"),
+                      colors=((n, self.config.num_colors), "int32"), cells=((n, slots), "int32"),
+                      locks=((n, slots), "int32"), contents=((n, slots), "int32"))
+        return {key: ops.zeros(shape, dtype) for key, (shape, dtype) in shapes.items()}
 
     def _attempt(self, seed, n):
         with TensorDraws(self.seed_generator, seed, n) as draws:

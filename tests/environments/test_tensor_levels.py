@@ -286,3 +286,19 @@ def test_compiled_determinism_and_errors():
     with pytest.raises(LevelGenerationError, match="did not fit in 1 attempt"):
         strict.level_bank(256, seed=0)
     assert BoxWorldConfig().holdout is None and BridgeConfig().puzzle_type is None
+
+
+def test_until_accepted_redraws_rows_until_accepted_and_keeps_the_first_draw_of_the_rest():
+    from keras_relational.environments.tensor_random import until_accepted
+
+    def sample(seed):  # round r (seed [r, 0]) draws r + 1 in every row and accepts rows < r
+        r = seed[0]
+        drawn = {"value": keras.ops.zeros((4,), "int32") + r + 1}
+        return drawn, keras.ops.arange(4, dtype="int32") < r, seed + np.array([1, 0], "int32")
+
+    levels, attempts, seed = until_accepted(sample, np.array([0, 0], "int32"), 3,
+                                            {"value": keras.ops.zeros((4,), "int32")})
+    # Row 0 accepted in round 2, row 1 in round 3; rows 2 and 3 never: the first round's draw.
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(levels["value"]), [2, 3, 1, 1])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(attempts), [2, 3, 4, 4])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(seed), [3, 0])
