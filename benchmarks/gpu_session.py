@@ -63,10 +63,11 @@ the repository root) and the run's ``<run name>.tar.gz`` (its newest checkpoint,
 ``result.json`` and ``gpu_session_run.json``: the run's fixed settings and its pieces).
 
 ``--smoke`` runs the same plan at tiny sizes and seconds on the CPU (the test of this script;
-without ``--wheels`` it uses the running interpreter's packages), with TensorFlow hidden from the
-parts (the device has none) and JAX's compiled programs kept in a cache that its parts share (the
-caller's ``JAX_COMPILATION_CACHE_DIR``, else one of its own): its Box-World parts train one tiny
-update, compiled once. ``--plan_only`` prints the plan.
+without ``--wheels`` it uses the running interpreter's packages), with TensorFlow (and the other
+packages the device lacks) hidden from the parts, XLA's CPU optimisations lowered (-O0; -O1 where
+a part trains) and JAX's compiled programs kept in a cache that its parts share (the caller's
+``JAX_COMPILATION_CACHE_DIR``, else one of its own): its Box-World parts train one tiny update,
+compiled once, for a second. ``--plan_only`` prints the plan.
 
 Pure standard library: it starts where Keras is not installed yet. Imported by pytest as a plugin
 (``-p gpu_session``) it only adds the lane's deadline.
@@ -154,7 +155,7 @@ GRACE = 5  # between SIGINT and SIGKILL when a part overruns
 # (checkpoint, evaluation, export), on a GPU and in --smoke, while the cost table does not know
 # it (``overhead_seconds`` of ``long_run``); --max_seconds is the rest of the box.
 LONG_RUN_ALLOWANCE = {"gpu": (45, 75), "smoke": (25, 15)}
-SMOKE_TRAIN_SECONDS = 3  # the smoke's training loop: a first update or two
+SMOKE_TRAIN_SECONDS = 1  # the smoke's training loop (whole seconds): a first few updates
 RUN_META = "gpu_session_run.json"
 ARCHIVE_LIMIT = 15 * 2**20  # bytes; what comes back from the device: at most 16 MiB a file
 LOG_TAIL_LINES = 300
@@ -199,14 +200,17 @@ LOOP_ENVS = {"gpu": (256, 1024, 4096, 16384), "smoke": (SMOKE_NUM_ENVS,)}
 LOOP_SHARES = {256: 1, 1024: 1, 4096: 1.25, 16384: 1.5, SMOKE_NUM_ENVS: 1}
 # --smoke runs every part as the device would, where its CPU can: without TensorFlow (the
 # device has none; here importing it costs a process 10 s: Keras' set_random_seed, a trainer's
-# SavedModel export). The parts' Python processes load this from the front of PYTHONPATH; it
-# hides TensorFlow from every finder, so that `importlib.util.find_spec` answers None and an
-# import fails, as where it is not installed.
+# SavedModel export), nor matplotlib, pandas and requests (gpu_wheels.sh carries none of them;
+# `import keras` imports each where it is installed: 1.2 s of CPU a process). The parts' Python
+# processes load this from the front of PYTHONPATH; it hides those packages from every finder,
+# so that `importlib.util.find_spec` answers None and an import fails, as where they are not
+# installed.
 SMOKE_SITECUSTOMIZE = """\
-# Written by benchmarks/gpu_session.py --smoke: TensorFlow is not installed, as on the device.
+# Written by benchmarks/gpu_session.py --smoke: these are not installed, as on the device.
 import sys
 
-HIDDEN = ("tensorflow", "tf_keras", "tf_agents", "tensorflow_probability")
+HIDDEN = ("tensorflow", "tf_keras", "tf_agents", "tensorflow_probability", "matplotlib",
+          "pandas", "requests")
 
 
 class Hiding:
@@ -231,6 +235,22 @@ sys.meta_path[:] = [Hiding(finder) for finder in sys.meta_path]
 # loop sweep and the pieces compile the update once. On the device every part compiles its own
 # (compile seconds are among its figures).
 SMOKE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+# And --smoke compiles fast and runs slow (its programs are tiny; most of a part's seconds are
+# XLA compiling), after the caller's XLA_FLAGS: XLA's CPU backend at -O0 without LLVM's
+# expensive passes (tests/mixed_precision_cases.py's flags), and without its fusion emitters
+# (SMOKE_NEWER_XLA_FLAGS: the older emitters compile the same programs in a third less time);
+# the parts that train (TRAINING_PARTS) at -O1: at -O0 the compiled Box-World update's first
+# gradient is NaN on the CPU (jax 0.10.2; finite at -O1 and XLA's default -O2). On the device
+# every part compiles with XLA's defaults.
+SMOKE_XLA_FLAGS = {False: ("--xla_backend_optimization_level=0",
+                           "--xla_llvm_disable_expensive_passes=true"),
+                   True: ("--xla_backend_optimization_level=1",
+                          "--xla_llvm_disable_expensive_passes=true")}
+TRAINING_PARTS = ("profile", "loop_speed", "predinet", "long_run", "queue")
+# Flags that an older (or later) XLA may not know: an unknown flag aborts the process, so where
+# the setup's probe aborts with UNKNOWN_XLA_FLAG the session goes on without them.
+SMOKE_NEWER_XLA_FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
+UNKNOWN_XLA_FLAG = "Unknown flag in XLA_FLAGS"
 _PROBE = """
 import json, platform, sys
 import jax, keras, numpy
@@ -777,14 +797,17 @@ def run_command(command, log_path, box, cwd, env):
     return process.returncode, seconds, timed_out
 
 
-def smoke_env(env, site, cache):
+def smoke_env(env, site, cache, trains=False, newer=True):
     """The variables that --smoke sets in a part's environment ``env``: ``site`` (the folder of
     SMOKE_SITECUSTOMIZE) first on PYTHONPATH; JAX's persistent compilation cache in ``cache``
-    unless ``env`` names one."""
+    unless ``env`` names one; SMOKE_XLA_FLAGS (of a part that ``trains`` or not), and the
+    ``newer`` ones, after ``env``'s XLA_FLAGS."""
     path = [site, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != site)]
+    xla_flags = [*env.get("XLA_FLAGS", "").split(), *SMOKE_XLA_FLAGS[trains],
+                 *(SMOKE_NEWER_XLA_FLAGS if newer else ())]
     return {"PYTHONPATH": os.pathsep.join(path),
             "JAX_COMPILATION_CACHE_DIR": env.get("JAX_COMPILATION_CACHE_DIR") or cache,
-            **SMOKE_CACHE_ENV}
+            "XLA_FLAGS": " ".join(xla_flags), **SMOKE_CACHE_ENV}
 
 
 def _signal_group(process, sig):
@@ -830,6 +853,7 @@ class Session:
             os.makedirs(self.smoke_site)
             _write_text(os.path.join(self.smoke_site, "sitecustomize.py"), SMOKE_SITECUSTOMIZE)
         self.python = sys.executable
+        self.newer_xla_flags = True  # --smoke: SMOKE_NEWER_XLA_FLAGS, unless XLA refuses them
         self.site = os.path.abspath(args.site) if args.wheels else None
         self.suffix = "smoke" if args.smoke else "gpu"
         self.plan = make_plan(args.parts, args.budget_seconds, args.smoke, bool(args.wheels),
@@ -846,14 +870,15 @@ class Session:
         return "python " + " ".join([os.path.relpath(os.path.abspath(__file__), REPO)]
                                     + [shlex.quote(a) for a in self.args.argv])
 
-    def env(self, **extra):
+    def env(self, part=None, **extra):
         env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
                    PYTHONUNBUFFERED="1")
         path = [p for p in (self.site, HERE, os.environ.get("PYTHONPATH")) if p]
         env["PYTHONPATH"] = os.pathsep.join(path)
         env.update(extra)
         if self.args.smoke:
-            env.update(smoke_env(env, self.smoke_site, os.path.join(self.work, "jax_cache")))
+            env.update(smoke_env(env, self.smoke_site, os.path.join(self.work, "jax_cache"),
+                                 trains=part in TRAINING_PARTS, newer=self.newer_xla_flags))
         return env
 
     def left(self):
@@ -887,6 +912,13 @@ class Session:
         cpu = children_cpu_seconds()
         code, seconds, _ = run_command([self.python, "-P", "-c", _PROBE], probe_log,
                                        min(120, max(self.left(), 10)), self.work, self.env())
+        if code != 0 and self.args.smoke and UNKNOWN_XLA_FLAG in tail(probe_log, 50):
+            # an XLA that does not know SMOKE_NEWER_XLA_FLAGS: the session goes on without them
+            self.newer_xla_flags = False
+            device["smoke_xla_flags_left_out"] = list(SMOKE_NEWER_XLA_FLAGS)
+            code, again, _ = run_command([self.python, "-P", "-c", _PROBE], probe_log,
+                                         min(120, max(self.left(), 10)), self.work, self.env())
+            seconds += again
         device["probe_seconds"] = round(seconds, 1)
         device["probe_cpu_seconds"] = round(children_cpu_seconds() - cpu, 1)
         lines = [line for line in tail(probe_log, 50).splitlines() if line.startswith("{")]
@@ -973,7 +1005,7 @@ class Session:
 
     def _run(self, entry, part, command, box, cwd=None, **env):
         code, seconds, timed_out = run_command(command, self.log_path(part), box,
-                                               cwd or self.work, self.env(**env))
+                                               cwd or self.work, self.env(part, **env))
         entry.update(command=shlex.join(command), exit_code=code, timed_out=timed_out)
         return code
 
@@ -1038,8 +1070,9 @@ class Session:
         # The budget: the box less the process's start and the matmul rates (about 10 s on the
         # H200), and the writing.
         if self.args.smoke:
-            # XLA rows only, as on a GPU (op by op is the CPU's default)
-            arguments = ["--only=PrediNet", "--batch=2", "--repeats=1", "--warmup=1",
+            # XLA rows only, as on a GPU (op by op is the CPU's default); the row that
+            # compiles fastest (PrediNet's takes a third longer)
+            arguments = ["--only=RelationNetCentral", "--batch=2", "--repeats=1", "--warmup=1",
                          "--matmul_size=64", "--op_by_op=no",
                          f"--time_budget={max(box - 15, 3):.0f}"]
         else:
@@ -1049,8 +1082,10 @@ class Session:
 
     def _part_env_speed(self, entry, box):
         if self.args.smoke:
-            # levels with and without the level sources' rows, as on the GPU
-            arguments = ["--levels", "1", "8", "--seconds", "0.05", "--source-levels", "8"]
+            # levels with and without the level sources' rows, as on the GPU; tiny levels (the
+            # device generator of the training distribution compiles for 8 s of CPU, twice)
+            arguments = ["--levels", "1", "8", "--seconds", "0.05", "--source-levels", "8",
+                         "--smoke"]
         else:
             # What fitted the first H200 window's box (86 s, gpu_costs.json).
             arguments = ["--levels", "1", "4096", "65536", "--seconds", "1",
@@ -1073,11 +1108,13 @@ class Session:
             seconds = left * LOOP_SHARES[num_envs] / sum(LOOP_SHARES[n] for n in counts[i:])
             seconds -= GRACE + 1
             # the script asks JAX for the device first (a few seconds), then trains until
-            # --seconds less --allowance and writes the checkpoint; in --smoke an update or two,
-            # the rest of its share the allowance (the process's start and compilation)
+            # --seconds less --allowance and writes the checkpoint; in --smoke a few updates
+            # (SMOKE_TRAIN_SECONDS), the rest of its share the allowance (the process's start
+            # and compilation)
             allowance = (seconds - 8 - SMOKE_TRAIN_SECONDS if self.args.smoke
                          else min(30, (seconds - 8) / 2))
-            if seconds - 8 - allowance < 3 or allowance < 1:
+            shortest = SMOKE_TRAIN_SECONDS if self.args.smoke else 3
+            if seconds - 8 - allowance < shortest or allowance < 1:
                 entry["rows"].append({"num_envs": num_envs, "skipped": f"{left:.0f} s left"})
                 continue
             output = f"benchmarks/results/compiled_loop_speed_{self.suffix}_{num_envs}envs"
@@ -1096,8 +1133,10 @@ class Session:
         # The budget: the box less the process's start and the writing (13 s of the first H200
         # window's 33 s with a budget of 20 s).
         if self.args.smoke:
-            arguments = ["--sizes=64", "--batch=1", "--width=16", "--heads=2", "--key_dim=8",
-                         "--chunk=32", "--window=4,4", "--steps=1", "--rounds=1",
+            # two query chunks; the fixed window is N = 16's equal-FLOPs one, so that its
+            # second layer's programs come from the compilation cache
+            arguments = ["--sizes=16", "--batch=1", "--width=16", "--heads=2", "--key_dim=8",
+                         "--chunk=8", "--window=4,4", "--steps=1", "--rounds=1",
                          f"--time_budget={max(box - 12, 1):.0f}"]
         else:
             arguments = ["--batch=8", "--sizes=1024,2048,4096,8192,16384",

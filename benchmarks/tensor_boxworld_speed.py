@@ -38,6 +38,11 @@ printed: the machine may be shared.
 
     python benchmarks/tensor_boxworld_speed.py [--levels 1 256 4096 65536] [--seconds 8] \\
         [--source-levels 1 256 4096] [--output benchmarks/results/tensor_boxworld_speed_cpu.md]
+
+``--smoke`` plays tiny levels instead (``SMOKE_LEVELS``: the Box-World of
+``benchmarks/gpu_session.py --smoke``), whose generator compiles in a third of the time: a CPU
+check of the code, not a figure (the compiled loop's rows, ``--train-updates``, keep the demo's
+settings).
 """
 
 import argparse
@@ -58,6 +63,9 @@ import results_io  # noqa: E402  (benchmarks/results_io.py)
 # timed steps come after the wave of truncations that ends the episodes nobody finished.
 WARMUP_STEPS = 121
 MAX_BANK = 4096
+# --smoke's levels (BoxWorldConfig fields): gpu_session.py --smoke's SMOKE_BOXWORLD_FLAGS.
+SMOKE_LEVELS = dict(room_size=6, goal_length=(1,), num_distractors=(0,))
+LEVELS = {}  # the BoxWorldConfig fields of every environment here: SMOKE_LEVELS with --smoke
 
 
 def _timed_rate(step_once, levels, seconds, steps_per_call=1):
@@ -75,7 +83,7 @@ def numpy_rate(levels, seconds, seed=0):
     """(level-steps per second, episodes started per level-step) of `BatchedBoxWorld`."""
     from keras_relational.environments import BatchedBoxWorld
 
-    env = BatchedBoxWorld(levels, seed=seed)
+    env = BatchedBoxWorld(levels, seed=seed, **LEVELS)
     rng = np.random.RandomState(seed)
     actions = rng.randint(4, size=(64, levels))
     env.reset()
@@ -95,7 +103,7 @@ def generation_rate(seconds, seed=0):
     """Levels per second of the NumPy generator (one thread), training distribution."""
     from keras_relational.environments.boxworld import BoxWorldConfig, Draws, generate_level
 
-    config, draws = BoxWorldConfig(), Draws(np.random.RandomState(seed))
+    config, draws = BoxWorldConfig(**LEVELS), Draws(np.random.RandomState(seed))
     return _timed_rate(lambda: generate_level(config, draws), 1, seconds)
 
 
@@ -107,7 +115,7 @@ def tensor_rates(backend, levels, seconds, loop_steps, seed=0):
     from keras_relational.environments import TensorBoxWorld
 
     assert keras.backend.backend() == backend, keras.backend.backend()
-    env = TensorBoxWorld()
+    env = TensorBoxWorld(**LEVELS)
     bank = {k: ops.convert_to_tensor(v) for k, v in
             env.level_bank(min(max(2 * levels, 64), MAX_BANK), seed).items()}
     rng = np.random.RandomState(seed)
@@ -163,7 +171,7 @@ def source_rates(backend, levels, seconds, loop_steps, per_step, with_sources, s
     from keras_relational.environments import TensorBoxWorld
     from keras_relational.environments.tensor_random import seed_state
 
-    device_env = TensorBoxWorld(level_source="device")
+    device_env = TensorBoxWorld(level_source="device", **LEVELS)
     size = max(levels, 256)
     sample = _compile(backend, lambda s: device_env.sample_levels(s, size))
     bank, _, state_seed = sample(seed_state(seed))
@@ -196,7 +204,7 @@ def source_rates(backend, levels, seconds, loop_steps, per_step, with_sources, s
         state, checksum = steps(state, bank)
         return state, checksum, seed
 
-    numpy_env = TensorBoxWorld()
+    numpy_env = TensorBoxWorld(**LEVELS)
     stream = numpy_env.bank_stream(per_call, seed)
     numpy_call = _compile(backend, steps)
     device_call = _compile(backend, device_call)
@@ -343,7 +351,11 @@ def main():
     parser.add_argument("--output", default=None,
                         help="also write the table to this markdown file (and .json beside it)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"tiny levels ({SMOKE_LEVELS}), for a CPU check of the code")
     args = parser.parse_args()
+    if args.smoke:
+        LEVELS.update(SMOKE_LEVELS)
     if args.worker:
         return worker(args)
     if args.train_worker:
@@ -362,7 +374,7 @@ def main():
                    "--per-step", str(max(episodes.values())),
                    "--source-levels", *map(str, args.source_levels),
                    "--source-backends", *args.source_backends,
-                   "--levels", *map(str, args.levels)]
+                   "--levels", *map(str, args.levels), *(["--smoke"] if args.smoke else [])]
         # The worker's per-N lines (stderr) pass straight through, so a run stopped part way
         # still shows what it measured.
         sys.stdout.flush()
@@ -379,8 +391,9 @@ def main():
         f"{next(iter(tensor.values()))['keras'] if tensor else '-'}; devices: "
         + (", ".join(f"{b} on {t.get('device', '-')}" for b, t in tensor.items()) or "-")
         + f"; load average "
-        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after. Random actions, training "
-        f"distribution, RGB observations and auto-resets included; about {args.seconds:g} s "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after. Random actions, "
+        + (f"--smoke's tiny levels ({SMOKE_LEVELS})" if args.smoke else "training distribution")
+        + f", RGB observations and auto-resets included; about {args.seconds:g} s "
         f"per point. Level-steps per second (wall clock); in brackets: the tensor "
         f"environment's rate over `BatchedBoxWorld`'s.", "",
         "| levels N | `BatchedBoxWorld` (NumPy) | " + " | ".join(

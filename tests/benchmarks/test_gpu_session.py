@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -402,8 +403,9 @@ def test_the_run_archive_keeps_the_newest_checkpoint_only(tmp_path):
 
 
 def test_the_smoke_runs_its_parts_without_tensorflow_and_with_a_compilation_cache(tmp_path):
-    """--smoke's parts see no TensorFlow, as on the device (`find_spec` answers None, an import
-    fails) and keep JAX's compiled programs in one cache: the caller's, or the session's."""
+    """--smoke's parts see no TensorFlow (nor matplotlib, pandas, requests), as on the device
+    (`find_spec` answers None, an import fails), keep JAX's compiled programs in one cache (the
+    caller's, or the session's) and compile at XLA's -O0, -O1 where they train."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(gpu_session.SMOKE_SITECUSTOMIZE)
@@ -411,17 +413,47 @@ def test_the_smoke_runs_its_parts_without_tensorflow_and_with_a_compilation_cach
         {"PYTHONPATH": os.pathsep.join(["/x", str(site)])}, str(site), "/session/cache"))
     assert env["PYTHONPATH"] == os.pathsep.join([str(site), "/x"])
     assert env["JAX_COMPILATION_CACHE_DIR"] == "/session/cache"
-    mine = gpu_session.smoke_env({"JAX_COMPILATION_CACHE_DIR": "/mine"}, str(site), "/cache")
+    assert env["XLA_FLAGS"] == ("--xla_backend_optimization_level=0 "
+                                "--xla_llvm_disable_expensive_passes=true "
+                                "--xla_cpu_use_fusion_emitters=false")
+    mine = gpu_session.smoke_env({"JAX_COMPILATION_CACHE_DIR": "/mine", "XLA_FLAGS": "--a=1"},
+                                 str(site), "/cache", trains=True, newer=False)
     assert mine["JAX_COMPILATION_CACHE_DIR"] == "/mine"
+    assert mine["XLA_FLAGS"] == ("--a=1 --xla_backend_optimization_level=1 "
+                                 "--xla_llvm_disable_expensive_passes=true")
+    hidden = ("tensorflow", "tf_keras", "matplotlib", "pandas", "requests")
     code = ("import importlib.util, json, sys\n"
-            "hidden = [importlib.util.find_spec(n) for n in ('tensorflow', 'tf_keras')]\n"
+            f"hidden = [importlib.util.find_spec(n) for n in {hidden!r}]\n"
             "try:\n    import tensorflow\nexcept ModuleNotFoundError as error:\n"
             "    refused = str(error)\n"
             "print(json.dumps([hidden, refused, importlib.util.find_spec('tarfile') is not None,"
             " 'tensorflow' in sys.modules]))")
     done = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True,
                           text=True, timeout=60, check=True)
-    assert json.loads(done.stdout) == [[None, None], "No module named 'tensorflow'", True, False]
+    assert json.loads(done.stdout) == [[None] * len(hidden), "No module named 'tensorflow'", True,
+                                       False]
+
+
+@pytest.mark.subprocess
+def test_the_smoke_goes_on_without_the_xla_flags_that_xla_does_not_know(tmp_path, monkeypatch):
+    """Where the probe aborts on one of SMOKE_NEWER_XLA_FLAGS (an XLA that does not know it),
+    the setup asks again without them, and the parts run without them."""
+    monkeypatch.setattr(gpu_session, "SMOKE_NEWER_XLA_FLAGS", ("--xla_cpu_no_such_flag=true",))
+    # A short probe: JAX parses XLA_FLAGS when it asks for its devices.
+    monkeypatch.setattr(gpu_session, "_PROBE", "import jax, json; jax.devices(); "
+                                               "print(json.dumps({'platform': 'cpu'}))")
+    session = gpu_session.Session(gpu_session.parse_args(
+        ["--smoke", f"--out={tmp_path / 'out'}", "--parts=lane_layers"]))
+    try:
+        assert "--xla_cpu_no_such_flag=true" in session.env("lane_layers")["XLA_FLAGS"]
+        assert session.setup()
+        assert session.record["device"]["smoke_xla_flags_left_out"] == [
+            "--xla_cpu_no_such_flag=true"]
+        assert "--xla_cpu_no_such_flag" not in session.env("lane_layers")["XLA_FLAGS"]
+        with open(session.log_path("device")) as f:
+            assert gpu_session.UNKNOWN_XLA_FLAG + ": --xla_cpu_no_such_flag=true" in f.read()
+    finally:
+        shutil.rmtree(session.work, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -542,6 +574,19 @@ def test_the_measure_plan_completes_every_part_it_starts_in_smoke(tmp_path, smok
             # (a part stopped at its box is the plan's business: on an idle 2-core CPU every
             # part ends well inside its box, on one loaded ten times over some do not)
             assert entry["exit_code"] == 0 and entry["results"], (part, entry)
+    # What a part's exit code does not show: the loop sweep's training run ended well (a
+    # failed run is a row of its table) and the profiled updates' loss is finite.
+    ended = {part for part, entry in session["parts"].items()
+             if "skipped" not in entry and not entry["timed_out"]}
+    with tarfile.open(tmp_path / "out" / "results.tar.gz") as archive:
+        def result(name):
+            return json.load(archive.extractfile(f"smoke/benchmarks/results/{name}.json"))
+
+        if "loop_speed" in ended:
+            rows = result("compiled_loop_speed_smoke_2envs")["rows"]
+            assert [(r["exit_code"], r["progress_lines"] > 0) for r in rows] == [(0, True)], rows
+        if "profile" in ended:
+            assert math.isfinite(result("profile_update_smoke")["final_loss"])
 
 
 def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
