@@ -45,7 +45,7 @@ _IMPORT_AND_PARSE = """
     from absl import flags
     HEAVY = ("keras", "tensorflow", "jax")
     results = {}
-    for binary, bad in json.loads(sys.argv[1]).items():
+    for binary, bad in BAD.items():
         before = set(flags.FLAGS)
         importlib.import_module("keras_relational.experiments." + binary)
         errors = []
@@ -67,10 +67,7 @@ def test_supervised_binaries_define_and_check_their_flags_without_keras():
     # The binaries import their training libraries (Keras, TensorFlow) inside main(), so --help
     # and a bad flag answer at once, before any of them loads.
     bad = {binary: flag for binary, (flag, _) in _BAD_ENUM_FLAGS.items()}
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_IMPORT_AND_PARSE), json.dumps(bad)],
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=_REPO_ROOT, capture_output=True,
-        text=True, timeout=300)
+    result = run_python(f"BAD = {bad!r}\n" + textwrap.dedent(_IMPORT_AND_PARSE))
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads(result.stdout.split("RESULTS", 1)[1])
     assert list(results) == list(_BAD_ENUM_FLAGS)
