@@ -100,7 +100,8 @@ CALIBRATION = {
     "train_relations_game": (96, None),
     "same_colour_demo": (120, None),
     "train_sc2 (compiled)": (52, None),
-    # Its first backup is complete at event 49, 48 s into the run (imports and compiling).
+    # Counted by polling as run_piece does (random_kills._snapshot), not by --calibrate, on the
+    # idle machine; its first backup is complete at event 49, 48 s into the run.
     "train_babi": (186, None),
 }
 

@@ -225,7 +225,8 @@ _CHEAPER = {"train_char_lm": ["--attentions=simplicial"],
 # Seeds (instead of the binary's index) that draw a kill after the first saved state, so the
 # test resumes a run rather than starting one over. train_babi: seed 1 killed it at event 9 of
 # an allowed 93, before its first backup (event 49 of 186); seed 5 kills it at event 80, in
-# its second epoch. Fewer events told apart on a busier machine only bring the backup earlier.
+# its second epoch, inside the first half of the run's events as every kill here is (a busier
+# machine tells fewer events apart, which also brings the backup's event earlier).
 _RESUMING_SEEDS = {"train_babi": 5}
 
 
