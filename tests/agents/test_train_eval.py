@@ -4,7 +4,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -97,15 +96,17 @@ def _is_png(path):
 
 
 def _train_command(root, num_iterations):
-    # Uncompiled learner and actor, no PolicySavedModelTrigger: no XLA compile and no policy
-    # SavedModels in either process (the smoke test runs both; test_train_eval_faults.py resumes
-    # with the trigger); what is tested is the kill and the resume.
-    return [sys.executable, "-c", textwrap.dedent(f"""
-        from keras_relational.agents.tf_agents.train_eval import train_eval
-        train_eval({root!r}, num_iterations={num_iterations}, checkpoint_interval=2,
-                   eval_episodes=0, policy_save_interval=0, jit_compile=False,
-                   actor_jit_compile=False, **{_TINY!r})
-    """)]
+    # The absl binary (its flags, its checks, its resume), as a user starts it: uncompiled learner
+    # and actor, no periodic policy SavedModels: no XLA compile in either process, and only the
+    # finished run exports (the smoke test compiles; test_train_eval_faults.py resumes with the
+    # policy saver); what is tested is the kill and the resume. A small room (6, not 12) for
+    # a cheaper acting step. tests/test_random_kills.py leaves this binary's kill to this test.
+    return [sys.executable, "-m", "keras_relational.experiments.train_boxworld",
+            f"--root_dir={root}", f"--num_iterations={num_iterations}", "--checkpoint_interval=2",
+            "--eval_episodes=0", "--policy_save_interval=0", "--nojit_compile",
+            "--noactor_jit_compile", "--goal_length=1", "--num_distractors=0", "--num_envs=4",
+            "--unroll_length=5", "--room_size=6", "--key_dim=8", "--head_width=16",
+            "--log_interval=1"]
 
 
 # Known start-up noise of the dependencies, and warnings a clean run does not print.
@@ -129,6 +130,7 @@ def test_resumes_after_kill_9(tmp_path):
     with open(os.path.join(root, "result.json")) as f:
         assert json.load(f)["train_step"] == killed_at + 2
     assert _checkpoint_steps(root)[-1] == killed_at + 2
+    assert os.path.exists(os.path.join(root, "policies", "greedy_policy", "saved_model.pb"))
 
 
 @pytest.mark.slow
