@@ -222,36 +222,32 @@ _CHEAPER = {"train_char_lm": ["--attentions=simplicial"],
             "train_sc2 (compiled)": ["--num_iterations=2"]}
 
 
-# Seeds (instead of the binary's index) that draw a kill after the first saved state, so the
-# test resumes a run rather than starting one over. train_babi: seed 1 killed it at event 9 of
-# an allowed 93, before its first backup (event 49 of 186); seed 5 kills it at event 80, in
-# its second epoch, inside the first half of the run's events as every kill here is (a busier
-# machine tells fewer events apart, which also brings the backup's event earlier).
-_RESUMING_SEEDS = {"train_babi": 5}
-
-
 # Binaries whose SIGKILL and resume through the binary itself another test already checks (issue
-# 49: one test a path): a random kill here would run that path again. (file, test) of each; the
-# test below checks that they still start the binary, kill it and resume it.
+# 49: one test a path): a random kill here would run that path again. (file, test, the call in
+# that test that kills the binary) of each; the test below checks that they still do.
 _KILLED_ELSEWHERE = {
-    "train_boxworld (tf_agents)": ("tests/agents/test_train_eval.py",
-                                   "test_resumes_after_kill_9"),
+    "train_boxworld (tf_agents)": (
+        "tests/agents/test_train_eval.py", "test_resumes_after_kill_9",
+        "kill_after_checkpoint(_train_command("),
     "train_boxworld (compiled)": (
         "tests/agents/test_compiled_loop.py",
-        "test_train_eval_outputs_and_resumes_after_a_stop_and_a_kill_9_equal_the_uninterrupted_run"),
+        "test_train_eval_outputs_and_resumes_after_a_stop_and_a_kill_9_equal_the_uninterrupted_run",
+        "kill_after_checkpoint(_command("),
+    "train_babi": (
+        "tests/experiments/test_binary_faults.py",
+        "test_binary_survives_kills_and_a_corrupt_backup", "binary=bool(case.binary))"),
 }
 
 
 def test_the_binaries_left_out_are_killed_and_resumed_through_the_binary_elsewhere():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for name, (path, test) in _KILLED_ELSEWHERE.items():
+    for name, (path, test, kill) in _KILLED_ELSEWHERE.items():
         module, flags, _, _ = fault_soak.BINARIES[name]
         with open(os.path.join(root, path)) as f:
             source = f.read()
-        body = source[source.index(f"def {test}("):]
-        body = body.split("\ndef ")[0]
+        body = source[source.index(f"def {test}("):].split("\ndef ")[0]
         assert f'"keras_relational.experiments.{module}"' in source, (name, path)
-        assert "kill_after_checkpoint(" in body and "Resuming from" in body, (name, test)
+        assert kill in body, (name, test, kill)
         trainer = [flag for flag in flags if flag.startswith("--trainer=")]
         assert all(f'trainer="{flag.split("=")[1]}"' in source for flag in trainer), (name, path)
 
@@ -262,15 +258,12 @@ def test_one_random_kill_resumes_from_the_newest_valid_state(tmp_path, name):
     root = str(tmp_path / "run")
     command = fault_soak.command(name, root) + _CHEAPER.get(name, [])
     report = random_kills.soak(command, root, kills=1,
-                               seed=_RESUMING_SEEDS.get(name,
-                                                        sorted(fault_soak.BINARIES).index(name)),
+                               seed=sorted(fault_soak.BINARIES).index(name),
                                calibration=_one_kill_calibration(name),
                                log=lambda line: None)
     assert report["failures"] == [], report
     assert report.get("final_returncode") == 0, report
     assert len(report["kills"]) == 1 or name not in fault_soak.CALIBRATION, report
-    if name in _RESUMING_SEEDS:  # killed after a state was saved: the rerun resumed from it
-        assert report["kills"][0]["expected"] and report["kills"][0]["resumed"], report
     _, _, _, outputs = fault_soak.BINARIES[name]
     for path in outputs:
         assert os.path.exists(os.path.join(root, path)), (path, report)

@@ -1,13 +1,14 @@
 """Faults during the supervised binaries' training (issue 29): palindromes, relations game, bAbI,
 character LM and rule learning.
 
-Each binary's library is killed with SIGKILL while a backup is written and while its model is
-exported (a deterministic point, ``KERAS_RELATIONAL_KILL_AT``, see ``keras_relational.faults``),
-with the unfinished backup and the newest complete one damaged in between (truncated, random
-bytes or garbage metadata): every restart resumes from the previous backup
-(``keras_relational.experiments.safe_backup``), warns naming the files it skipped, trains only
-the epochs that were lost, and the last restart completes the run. Tiny sizes: each kill is
-a fresh process (about 10 s of imports and compiling on 2 CPU cores).
+Each binary's library (bAbI's first kill: the binary itself) is killed with SIGKILL while a
+backup is written and while its model is exported (a deterministic point,
+``KERAS_RELATIONAL_KILL_AT``, see ``keras_relational.faults``), with the unfinished backup and
+the newest complete one damaged in between (truncated, random bytes or garbage metadata): every
+restart resumes from the previous backup (``keras_relational.experiments.safe_backup``), warns
+naming the files it skipped, trains only the epochs that were lost, and the last restart
+completes the run. Tiny sizes: each kill is a fresh process (about 10 s of imports and
+compiling on 2 CPU cores).
 """
 
 import contextlib
@@ -36,6 +37,9 @@ class Case:
     epochs: int  # the epochs of that backup's fit
     export: bool = True  # has an export kill point
     outputs: tuple = ()  # files of a finished run, relative to root_dir (the export last)
+    # The absl binary (module, flags) with the settings of ``kwargs``: the first kill below is of
+    # the binary a user starts (tests/test_random_kills.py leaves its random kill to this test).
+    binary: tuple = ()
 
 
 CASES = {
@@ -59,7 +63,11 @@ CASES = {
         dict(tasks=(1,), num_train=32, num_valid=16, num_test=16, entity_dim=4, relation_dim=3,
              hidden_dim=8, batch_size=16, epochs=3, jit_compile=False, verbose=2),
         "backup", write=3, epochs=3,
-        outputs=("results.json", "saved_model/saved_model.pb")),
+        outputs=("results.json", "saved_model/saved_model.pb"),
+        binary=("keras_relational.experiments.train_babi",
+                ("--tasks=1", "--num_train=32", "--num_valid=16", "--num_test=16",
+                 "--entity_dim=4", "--relation_dim=3", "--hidden_dim=8", "--batch_size=16",
+                 "--epochs=3"))),
     # The first attention finishes (3 backups); killed in the second one's epoch-3 backup.
     "char_lm": Case(
         "char_lm_lib", "train_eval",
@@ -71,11 +79,14 @@ CASES = {
 }
 
 
-def _killed_run(root, case, kill_at):
+def _killed_run(root, case, kill_at, binary=False):
+    """Runs the case's library function (``binary``: its absl binary) until ``kill_at``."""
     code = (f"from keras_relational.experiments import {case.module}\n"
             f"{case.module}.{case.function}({root!r}, **{case.kwargs!r})\n")
+    command = ["-m", case.binary[0], f"--root_dir={root}", *case.binary[1]] if binary \
+        else ["-c", code]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
-    done = subprocess.run([sys.executable, "-c", code], cwd=_REPO_ROOT, env=env,
+    done = subprocess.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (kill_at, done.returncode, done.stderr[-3000:])
     return done.stdout
@@ -100,7 +111,8 @@ def test_binary_survives_kills_and_a_corrupt_backup(tmp_path, name):
     backup = os.path.join(root, case.backup)
     last = f"Epoch {case.epochs}/{case.epochs}"
     # Killed while writing a backup: epochs 1 (previous) and 2 (latest) in place, 3 unfinished.
-    _killed_run(root, case, f"backup_write:{case.write}")
+    # Where the case has one, the binary is killed; the library resumes with its settings.
+    _killed_run(root, case, f"backup_write:{case.write}", binary=bool(case.binary))
     assert {"latest.weights.h5", "previous.weights.h5", "partial.weights.h5",
             "training_metadata.json", "training_metadata.json.partial"} <= set(os.listdir(backup))
     with open(os.path.join(backup, "training_metadata.json")) as f:
@@ -131,7 +143,7 @@ def test_binary_survives_kills_and_a_corrupt_backup(tmp_path, name):
 
 @pytest.mark.slow
 def test_babi_killed_in_its_first_backup_write_starts_from_the_first_epoch(tmp_path):
-    """The state a random kill of train_babi left (tests/test_random_kills.py, seed 1): killed
+    """The state a random kill of train_babi once left (tests/test_random_kills.py, seed 1): killed
     while the first epoch's weights were being written, a half-written ``partial.weights.h5``
     without metadata and no backup. The restart refused the backup directory (BackupError); it
     warns, naming the file, and trains from the first epoch."""
