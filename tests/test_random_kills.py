@@ -214,12 +214,9 @@ def _one_kill_calibration(name):
 
 # Flags added to the soak's command here (absl: the last value wins), where a cheaper run keeps
 # the kill in the same phase (CPU seconds of both pieces, measured on the loaded 2-core machine).
-# train_char_lm: one attention, not two: the kill still cuts the simplicial model's first backup
-# write (event 16), the dot-product model only ran the same code again (110 s -> 75 s).
 # train_sc2: 2 updates, not 3: the kill still cuts the first checkpoint write (event 8), the
 # resumed run needs one eager update less (65 s -> 49 s).
-_CHEAPER = {"train_char_lm": ["--attentions=simplicial"],
-            "train_sc2 (compiled)": ["--num_iterations=2"]}
+_CHEAPER = {"train_sc2 (compiled)": ["--num_iterations=2"]}
 
 
 # Binaries whose SIGKILL and resume through the binary itself another test already checks (issue
@@ -233,9 +230,9 @@ _KILLED_ELSEWHERE = {
         "tests/agents/test_compiled_loop.py",
         "test_train_eval_outputs_and_resumes_after_a_stop_and_a_kill_9_equal_the_uninterrupted_run",
         "kill_after_checkpoint(_command("),
-    "train_babi": (
-        "tests/experiments/test_binary_faults.py",
-        "test_binary_survives_kills_and_a_corrupt_backup", "binary=bool(case.binary))"),
+    **{name: ("tests/experiments/test_binary_faults.py",
+              "test_binary_survives_kills_and_a_corrupt_backup", "binary=bool(case.binary))")
+       for name in ("train_babi", "train_char_lm")},
 }
 
 

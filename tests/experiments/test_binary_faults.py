@@ -1,8 +1,8 @@
 """Faults during the supervised binaries' training (issue 29): palindromes, relations game, bAbI,
 character LM and rule learning.
 
-Each binary's library (bAbI's first kill: the binary itself) is killed with SIGKILL while a
-backup is written and while its model is exported (a deterministic point,
+Each binary's library (bAbI's and the character LM's first kill: the binary itself) is killed
+with SIGKILL while a backup is written and while its model is exported (a deterministic point,
 ``KERAS_RELATIONAL_KILL_AT``, see ``keras_relational.faults``), with the unfinished backup and
 the newest complete one damaged in between (truncated, random bytes or garbage metadata): every
 restart resumes from the previous backup (``keras_relational.experiments.safe_backup``), warns
@@ -75,7 +75,12 @@ CASES = {
              num_layers=1, num_heads=2, key_dim=4, num_key_value_heads=1, window=(4, 2),
              epochs=3, batch_size=8, jit_compile=False, verbose=2),
         "backup/dot_product", write=6, epochs=3, export=False,
-        outputs=("results.json", "results.md")),
+        outputs=("results.json", "results.md"),
+        binary=("keras_relational.experiments.train_char_lm",
+                ("--tasks=1", "--train_questions=4", "--valid_questions=2",
+                 "--sequence_length=16", "--width=8", "--num_layers=1", "--num_heads=2",
+                 "--key_dim=4", "--num_key_value_heads=1", "--window=4,2", "--epochs=3",
+                 "--batch_size=8"))),
 }
 
 
