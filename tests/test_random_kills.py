@@ -232,7 +232,11 @@ _KILLED_ELSEWHERE = {
         "kill_after_checkpoint(_command("),
     **{name: ("tests/experiments/test_binary_faults.py",
               "test_binary_survives_kills_and_a_corrupt_backup", "binary=bool(case.binary))")
-       for name in ("train_babi", "train_char_lm")},
+       for name in ("train_babi", "train_char_lm", "train_relations_game")},
+    "same_colour_demo": (
+        "tests/experiments/test_supervised_faults.py",
+        "test_same_colour_demo_survives_kills_and_corrupt_backups",
+        '_killed_run(root, "backup_write:2", binary=True)'),
 }
 
 

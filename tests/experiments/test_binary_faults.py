@@ -1,7 +1,7 @@
 """Faults during the supervised binaries' training (issue 29): palindromes, relations game, bAbI,
 character LM and rule learning.
 
-Each binary's library (bAbI's and the character LM's first kill: the binary itself) is killed
+Each binary's library (its first kill: the binary itself, where the case names it) is killed
 with SIGKILL while a backup is written and while its model is exported (a deterministic point,
 ``KERAS_RELATIONAL_KILL_AT``, see ``keras_relational.faults``), with the unfinished backup and
 the newest complete one damaged in between (truncated, random bytes or garbage metadata): every
@@ -54,10 +54,12 @@ CASES = {
     "relations_game": Case(
         "relations_game_lib", "train_eval",
         dict(central="mlp1", task="same", num_batches=6, eval_interval=2, batch_size=5,
-             num_train_examples=20, num_eval_examples=10, num_monitor_examples=5,
-             steps_per_execution=2, verbose=2),
+             num_train_examples=20, num_eval_examples=10, steps_per_execution=2, verbose=2),
         "backup", write=3, epochs=3,
-        outputs=("results.json", "final.weights.h5", "saved_model/saved_model.pb")),
+        outputs=("results.json", "final.weights.h5", "saved_model/saved_model.pb"),
+        binary=("keras_relational.experiments.train_relations_game",
+                ("--central=mlp1", "--task=same", "--num_batches=6", "--eval_interval=2",
+                 "--batch_size=5", "--num_train_examples=20", "--num_eval_examples=10"))),
     "babi": Case(
         "babi_lib", "train_eval",
         dict(tasks=(1,), num_train=32, num_valid=16, num_test=16, entity_dim=4, relation_dim=3,
