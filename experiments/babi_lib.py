@@ -344,6 +344,11 @@ def train_eval(
         ])
     else:
         print(f"training finished before an interruption ({state.path}); evaluating")
+        # The best weights file holds the optimizer's variables too: built first, they load
+        # with it (an unbuilt optimizer makes Keras warn that it skipped them).
+        if not model.optimizer.built:
+            with strategy.scope():
+                model.optimizer.build(model.trainable_variables)
     if os.path.exists(best_path):
         model.load_weights(best_path)
 
