@@ -237,6 +237,10 @@ _KILLED_ELSEWHERE = {
         "tests/experiments/test_supervised_faults.py",
         "test_same_colour_demo_survives_kills_and_corrupt_backups",
         '_killed_run(root, "backup_write:2", binary=True)'),
+    "train_rule_learning": (
+        "tests/experiments/test_binary_faults.py",
+        "test_rule_learning_resumes_at_the_first_unfinished_run",
+        '_killed_run(root, case, "export:2", binary=True)'),
 }
 
 

@@ -208,8 +208,12 @@ def test_rule_learning_resumes_at_the_first_unfinished_run(tmp_path):
     root = str(tmp_path / "rules")
     kwargs = dict(epochs=3, tensorboard=False, steps_per_execution=1)
     case = Case("rule_learning_lib", "train_seeds",
-                dict(models=("conv",), seeds=2, **kwargs), "", write=0, epochs=0)
-    _killed_run(root, case, "export:2")  # killed while exporting the second run
+                dict(models=("conv",), seeds=2, **kwargs), "", write=0, epochs=0,
+                binary=("keras_relational.experiments.train_rule_learning",
+                        ("--models=conv", "--seeds=2", "--epochs=3")))
+    # The binary killed while exporting the second run (TensorBoard and steps per execution are
+    # not among the settings that decide whether a finished run is re-used).
+    _killed_run(root, case, "export:2", binary=True)
     first = os.path.join(root, "conv", "seed_0", "results.json")
     second = os.path.join(root, "conv", "seed_1", "results.json")
     assert os.path.exists(first) and not os.path.exists(second)
