@@ -7,14 +7,15 @@ import time
 
 
 def kill_after_checkpoint(command, checkpoint_steps, at_least, timeout, poll_seconds,
-                          **popen_kwargs):
+                          popen=subprocess.Popen, **popen_kwargs):
     """Starts ``command`` and sends it SIGKILL once ``checkpoint_steps()`` (the steps of its
     complete checkpoints, ascending) holds one of at least ``at_least``; returns the newest.
 
     Fails the test if the process exits first, or if no such checkpoint appears within
-    ``timeout`` seconds.
+    ``timeout`` seconds. ``popen``: :class:`subprocess.Popen`, or ``warm_python.Popen`` for a
+    binary that imports Keras anyway.
     """
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    process = popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                **popen_kwargs)
     try:
         deadline = time.time() + timeout

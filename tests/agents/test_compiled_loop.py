@@ -26,6 +26,7 @@ from keras_relational.agents.networks import agent_model_fn
 from keras_relational.agents.optimizers import make_optimizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import warm_python
 from test_vtrace import _random_case  # noqa: E402  (the NumPy reference)
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -178,15 +179,16 @@ def test_train_eval_outputs_and_resumes_after_a_stop_and_a_kill_9_equal_the_unin
         f"--tf_xla_persistent_cache_directory={tmp_path / 'xla_cache'}"))))
 
     def run(*arguments):
-        done = subprocess.run(_command(*arguments), cwd=_REPO_ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = warm_python.run(_command(*arguments), cwd=_REPO_ROOT, env=env,
+                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout.splitlines()
 
     # Killed with SIGKILL once its second checkpoint is written, then restarted.
     root = str(tmp_path / "killed")
     killed_at = kill_after_checkpoint(_command(root, 100_000), lambda: _steps(root), at_least=2,
-                                      timeout=600, poll_seconds=0.05, cwd=_REPO_ROOT, env=env)
+                                      timeout=600, poll_seconds=0.05, cwd=_REPO_ROOT, env=env,
+                                      popen=warm_python.Popen)
     final = killed_at + 2
     lines = run(root, final)
     assert f"Resuming from {root}: train step {killed_at}" in lines, lines

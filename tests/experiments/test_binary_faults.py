@@ -16,11 +16,11 @@ import dataclasses
 import io
 import json
 import os
-import subprocess
 import sys
 import warnings
 
 import pytest
+import warm_python
 from backup_damage import DAMAGES, damage_newest_backup
 
 from keras_relational.experiments import safe_backup
@@ -94,8 +94,8 @@ def _killed_run(root, case, kill_at, binary=False):
     command = ["-m", case.binary[0], f"--root_dir={root}", *case.binary[1]] if binary \
         else ["-c", code]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
-    done = subprocess.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = warm_python.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (kill_at, done.returncode, done.stderr[-3000:])
     return done.stdout
 

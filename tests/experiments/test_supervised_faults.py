@@ -8,11 +8,11 @@ backups that cannot be read at all are a clear error.
 
 import glob
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
+import warm_python
 
 from keras_relational.experiments import same_colour_lib
 from keras_relational.experiments.safe_backup import BackupError
@@ -32,8 +32,8 @@ def _killed_run(root, kill_at, binary=False):
     """)
     command = [*_BINARY, f"--root_dir={root}"] if binary else ["-c", code]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
-    done = subprocess.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = warm_python.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (done.returncode, done.stderr[-3000:])
     return done.stdout
 

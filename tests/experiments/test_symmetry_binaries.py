@@ -2,12 +2,12 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
+import warm_python
 from layer_contract import run_fresh_process
 
 from keras_relational.experiments import (
@@ -241,9 +241,9 @@ def test_metrics():
 def test_binary_runs(tmp_path, binary, flags):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TF_USE_LEGACY_KERAS", None)
-    result = subprocess.run([sys.executable, "-m", f"keras_relational.experiments.{binary}",
-                             f"--root_dir={tmp_path}", *flags], cwd=_REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=900)
+    result = warm_python.run([sys.executable, "-m", f"keras_relational.experiments.{binary}",
+                              f"--root_dir={tmp_path}", *flags], cwd=_REPO_ROOT, env=env,
+                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "median" in result.stdout
     summary = json.load(open(tmp_path / "summary.json"))

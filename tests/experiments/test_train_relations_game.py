@@ -4,6 +4,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import warm_python
 
 from keras_relational import without_tensorflow
 from keras_relational.environments import relations_game
@@ -190,7 +191,6 @@ def test_errors_name_the_argument(tmp_path):
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_binary_runs(tmp_path):
-    import subprocess
     import sys
 
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -201,7 +201,7 @@ def test_binary_runs(tmp_path):
     data_file, eval_file = str(tmp_path / "between_pentos.npz"), str(tmp_path / "between_x.npz")
     relations_game.save_npz(data_file, relations_game.generate("between", "pentominoes", 20))
     relations_game.save_npz(eval_file, relations_game.generate("between", "stripes", 10))
-    result = subprocess.run(
+    result = warm_python.run(
         [sys.executable, "-m", "keras_relational.experiments.train_relations_game",
          f"--root_dir={root}", "--central=mha", "--task=between", "--num_batches=2",
          "--eval_interval=2", "--batch_size=5", "--num_train_examples=20",
