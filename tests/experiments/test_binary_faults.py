@@ -22,6 +22,7 @@ import warnings
 import pytest
 import warm_python
 from backup_damage import DAMAGES, damage_newest_backup
+from kill_checks import soak_command
 
 from keras_relational.experiments import safe_backup
 
@@ -38,8 +39,9 @@ class Case:
     epochs: int  # the epochs of that backup's fit
     export: bool = True  # has an export kill point
     outputs: tuple = ()  # files of a finished run, relative to root_dir (the export last)
-    # The absl binary (module, flags) with the settings of ``kwargs``: the first kill below is of
-    # the binary a user starts (tests/test_random_kills.py leaves its random kill to this test).
+    # The absl binary (benchmarks/fault_soak.py's name for it, flags added to the soak's) with the
+    # settings of ``kwargs``: the first kill below is of the binary a user starts
+    # (tests/test_random_kills.py leaves its random kill to this test).
     binary: tuple = ()
 
 
@@ -58,19 +60,14 @@ CASES = {
              num_train_examples=20, num_eval_examples=10, steps_per_execution=2, verbose=2),
         "backup", write=3, epochs=3,
         outputs=("results.json", "final.weights.h5", "saved_model/saved_model.pb"),
-        binary=("keras_relational.experiments.train_relations_game",
-                ("--central=mlp1", "--task=same", "--num_batches=6", "--eval_interval=2",
-                 "--batch_size=5", "--num_train_examples=20", "--num_eval_examples=10"))),
+        binary=("train_relations_game", ())),
     "babi": Case(
         "babi_lib", "train_eval",
         dict(tasks=(1,), num_train=32, num_valid=16, num_test=16, entity_dim=4, relation_dim=3,
              hidden_dim=8, batch_size=16, epochs=3, jit_compile=False, verbose=2),
         "backup", write=3, epochs=3,
         outputs=("results.json", "saved_model/saved_model.pb"),
-        binary=("keras_relational.experiments.train_babi",
-                ("--tasks=1", "--num_train=32", "--num_valid=16", "--num_test=16",
-                 "--entity_dim=4", "--relation_dim=3", "--hidden_dim=8", "--batch_size=16",
-                 "--epochs=3"))),
+        binary=("train_babi", ())),
     # The first attention finishes (3 backups); killed in the second one's epoch-3 backup.
     "char_lm": Case(
         "char_lm_lib", "train_eval",
@@ -79,11 +76,7 @@ CASES = {
              epochs=3, batch_size=8, jit_compile=False, verbose=2),
         "backup/dot_product", write=6, epochs=3, export=False,
         outputs=("results.json", "results.md"),
-        binary=("keras_relational.experiments.train_char_lm",
-                ("--tasks=1", "--train_questions=4", "--valid_questions=2",
-                 "--sequence_length=16", "--width=8", "--num_layers=1", "--num_heads=2",
-                 "--key_dim=4", "--num_key_value_heads=1", "--window=4,2", "--epochs=3",
-                 "--batch_size=8"))),
+        binary=("train_char_lm", ("--epochs=3",))),
 }
 
 
@@ -91,10 +84,10 @@ def _killed_run(root, case, kill_at, binary=False):
     """Runs the case's library function (``binary``: its absl binary) until ``kill_at``."""
     code = (f"from keras_relational.experiments import {case.module}\n"
             f"{case.module}.{case.function}({root!r}, **{case.kwargs!r})\n")
-    command = ["-m", case.binary[0], f"--root_dir={root}", *case.binary[1]] if binary \
-        else ["-c", code]
+    command = soak_command(case.binary[0], root, *case.binary[1]) if binary \
+        else [sys.executable, "-c", code]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
-    done = warm_python.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
+    done = warm_python.run(command, cwd=_REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (kill_at, done.returncode, done.stderr[-3000:])
     return done.stdout
@@ -209,8 +202,7 @@ def test_rule_learning_resumes_at_the_first_unfinished_run(tmp_path):
     kwargs = dict(epochs=3, tensorboard=False, steps_per_execution=1)
     case = Case("rule_learning_lib", "train_seeds",
                 dict(models=("conv",), seeds=2, **kwargs), "", write=0, epochs=0,
-                binary=("keras_relational.experiments.train_rule_learning",
-                        ("--models=conv", "--seeds=2", "--epochs=3")))
+                binary=("train_rule_learning", ()))
     # The binary killed while exporting the second run (TensorBoard and steps per execution are
     # not among the settings that decide whether a finished run is re-used).
     _killed_run(root, case, "export:2", binary=True)

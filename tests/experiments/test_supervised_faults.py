@@ -13,15 +13,16 @@ import textwrap
 
 import pytest
 import warm_python
+from kill_checks import soak_command
 
 from keras_relational.experiments import same_colour_lib
 from keras_relational.experiments.safe_backup import BackupError
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TINY = dict(num_train=64, epochs=3)
-# The absl binary with _TINY's settings (tests/test_random_kills.py leaves its random kill to
-# the test below, whose first kill is of the binary).
-_BINARY = ["-m", "keras_relational.experiments.same_colour_demo", "--num_train=64", "--epochs=3"]
+# benchmarks/fault_soak.py runs the absl binary with _TINY's settings (tests/test_random_kills.py
+# leaves its random kill to the test below, whose first kill is of the binary).
+_BINARY = "same_colour_demo"
 
 
 def _killed_run(root, kill_at, binary=False):
@@ -30,9 +31,9 @@ def _killed_run(root, kill_at, binary=False):
         from keras_relational.experiments import same_colour_lib
         same_colour_lib.train_eval({root!r}, **{_TINY!r})
     """)
-    command = [*_BINARY, f"--root_dir={root}"] if binary else ["-c", code]
+    command = soak_command(_BINARY, root) if binary else [sys.executable, "-c", code]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
-    done = warm_python.run([sys.executable, *command], cwd=_REPO_ROOT, env=env,
+    done = warm_python.run(command, cwd=_REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (done.returncode, done.stderr[-3000:])
     return done.stdout
