@@ -65,7 +65,10 @@ def compile_function(fn, donate_state=True, jit_compile=True):
         return jax.jit(strongly_typed, donate_argnums=(0,) if donate_state else ())
     import tensorflow as tf
 
-    return tf.function(fn, jit_compile=jit_compile, reduce_retracing=True)
+    # No AutoGraph: the loop is keras.ops code that jax.jit traces as it is (its control flow is
+    # ops.cond / while loops, never Python branches on tensors), and converting every call the
+    # trace makes cost about a third of a tiny run's time on the CPU.
+    return tf.function(fn, jit_compile=jit_compile, reduce_retracing=True, autograph=False)
 
 
 def scan(f, init, length):
