@@ -115,6 +115,19 @@ def test_the_child_starts_with_keras_imported_and_a_new_environment_gets_its_own
     assert warm.stdout.split() == ["True", "jax"]
 
 
+@pytest.mark.subprocess
+def test_a_server_whose_command_still_runs_is_not_stopped_for_another(monkeypatch):
+    monkeypatch.setattr(warm_python, "_MAX_SERVERS", 1)
+    running = warm_python.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                                stdout=warm_python.DEVNULL)
+    other = warm_python.run([sys.executable, "-c", "print('other')"], capture_output=True,
+                            text=True, env=dict(os.environ, WARM_PYTHON_OTHER="1"), check=True)
+    assert other.stdout == "other\n"
+    assert running.poll() is None  # its server was kept: a second one started beside it
+    running.kill()
+    assert running.wait(timeout=30) == -signal.SIGKILL
+
+
 def test_commands_it_cannot_run_warm_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="only this interpreter"):
         warm_python.run(["/bin/echo", "hello"])

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
@@ -226,6 +227,11 @@ class _Server:
             raise RuntimeError(f"tests/warm_python.py: the fork server failed to import Keras "
                                f"with this environment: {reply['error']}")
         self.lock = threading.Lock()
+        self.children = weakref.WeakSet()  # the Popen objects of its commands
+
+    def busy(self):
+        """Whether a command it started may still run (stopping the server would kill it)."""
+        return any(child.poll() is None for child in list(self.children))
 
     def spawn(self, request, stdio_fds):
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -256,8 +262,11 @@ def _server(env):
     with _servers_lock:
         server = _servers.pop(key, None)
         if server is None or server.process.poll() is not None:
-            while len(_servers) >= _MAX_SERVERS:
-                _servers.pop(next(iter(_servers))).stop()
+            # Stop the least recently used idle servers; never one whose command still runs.
+            for idle in [k for k, s in _servers.items() if not s.busy()]:
+                if len(_servers) < _MAX_SERVERS:
+                    break
+                _servers.pop(idle).stop()
             server = _Server(env)
         _servers[key] = server
         return server
@@ -328,7 +337,9 @@ class Popen:
             else:
                 child_fds.append(choice.fileno())
         try:
-            self.pid, self._reporter = _server(env).spawn(request, child_fds)
+            server = _server(env)
+            self.pid, self._reporter = server.spawn(request, child_fds)
+            server.children.add(self)
         finally:
             for fd in close_after:
                 os.close(fd)
