@@ -1,5 +1,6 @@
-"""Kills a training process with SIGKILL once it has checkpointed: the kill -9 resume tests'
-first half (``tests/agents/test_train_eval.py``, ``tests/agents/test_compiled_loop.py``)."""
+"""The kill tests' helpers: the soak's command for a binary (``tests/experiments/``' fault tests),
+and a SIGKILL once a training process has checkpointed (the kill -9 resume tests' first half,
+``tests/agents/test_train_eval.py``, ``tests/agents/test_compiled_loop.py``)."""
 
 import os
 import signal
@@ -32,7 +33,7 @@ def kill_after_checkpoint(command, checkpoint_steps, at_least, timeout, poll_sec
     binary that imports Keras anyway.
     """
     process = popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               **popen_kwargs)
+                    **popen_kwargs)
     try:
         deadline = time.time() + timeout
         while time.time() < deadline and not [s for s in checkpoint_steps() if s >= at_least]:

@@ -1,13 +1,13 @@
 """Starts the training binaries the tests run from a warm fork server, not a cold interpreter.
 
 Every binary the kill, resume and smoke tests start imports Keras, and with it TensorFlow (or
-JAX): about 9 s of CPU on the CI's machines before the first line of our code runs, hundreds of
-times a suite. A fork server (a "zygote", as browsers and Android call it) pays that once: it
-starts with the caller's environment, imports ``keras`` and nothing of ours, and forks a child for
+JAX): about 9 s of CPU on a 2-core machine before the first line of our code runs. A fork
+server (a "zygote", as browsers and Android call it) pays that once: it starts with the caller's
+environment, imports ``keras`` and nothing of ours, and forks a child for
 each command. The child sets up what a fresh interpreter would have (argv, ``sys.path``, the
 environment, the working directory, the standard streams, signal handlers, a fresh NumPy seed)
 and runs the module, script or ``-c`` code as ``__main__``; it is a real process of its own, so
-SIGKILL, SIGINT, exit statuses and process groups behave as with :mod:`subprocess`.
+SIGKILL, exit statuses and sessions behave as with :mod:`subprocess`.
 
 :func:`run` and :class:`Popen` take :mod:`subprocess`'s arguments. Use them only for commands
 that import Keras anyway (our training binaries); tests of what a fresh interpreter imports, of
@@ -388,6 +388,10 @@ class Popen:
     def communicate(self, input=None, timeout=None):
         """Writes ``input``, reads the pipes to their end and waits, as subprocess does."""
         deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining():
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
         outputs = {}
 
         def drain(name):
@@ -406,10 +410,10 @@ class Popen:
             except BrokenPipeError:
                 pass
         for reader in readers:
-            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            reader.join(remaining())
             if reader.is_alive():
                 raise subprocess.TimeoutExpired(self.args, timeout)
-        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self.wait(remaining())
         return outputs.get("stdout"), outputs.get("stderr")
 
     def __enter__(self):
