@@ -1,7 +1,7 @@
 """Starts the training binaries the tests run from a warm fork server, not a cold interpreter.
 
 Every binary the kill, resume and smoke tests start imports Keras, and with it TensorFlow (or
-JAX): about 9 s of CPU on a 2-core machine before the first line of our code runs. A fork
+JAX): seconds before the first line of our code runs (``benchmarks/import_time.py``). A fork
 server (a "zygote", as browsers and Android call it) pays that once: it starts with the caller's
 environment, imports ``keras`` and nothing of ours, and forks a child for
 each command. The child sets up what a fresh interpreter would have (argv, ``sys.path``, the
