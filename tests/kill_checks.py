@@ -2,25 +2,18 @@
 and a SIGKILL once a training process has checkpointed (the kill -9 resume tests' first half,
 ``tests/agents/test_train_eval.py``, ``tests/agents/test_compiled_loop.py``)."""
 
-import os
 import signal
 import subprocess
-import sys
 import time
 
-_BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "benchmarks")
+import benchmark_scripts
 
 
 def soak_command(name, root, *overrides):
     """``benchmarks/fault_soak.py``'s command for the binary ``name`` (a key of its ``BINARIES``:
     the one place its tiny flags are written), writing to ``root``, with ``overrides`` appended
     (absl: the last value of a flag wins)."""
-    if _BENCHMARKS not in sys.path:  # the soak is a script there, beside the harness it imports
-        sys.path.insert(0, _BENCHMARKS)
-    import fault_soak
-
-    return [*fault_soak.command(name, root), *overrides]
+    return [*benchmark_scripts.load("fault_soak").command(name, root), *overrides]
 
 
 def kill_after_checkpoint(command, checkpoint_steps, at_least, timeout, poll_seconds,

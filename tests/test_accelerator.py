@@ -19,16 +19,14 @@ import os
 import subprocess
 import sys
 
+import benchmark_scripts
 import keras
 import numpy as np
 import pytest
 from layer_contract import check_jit_fit_step, outputs_and_gradients, symbolic_like
 from mixed_precision_cases import case_names, cases, check_case
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO_ROOT not in sys.path:  # `benchmarks` is a folder of scripts run from the repo root
-    sys.path.append(_REPO_ROOT)  # last: never shadowing the installed keras_relational
-from benchmarks import paper_models  # noqa: E402
+paper_models = benchmark_scripts.load("paper_models")
 
 _ON_CPU = os.environ.get("KERAS_RELATIONAL_ACCELERATOR_ON_CPU") == "1"
 
@@ -171,8 +169,9 @@ def test_lane_collects_without_tensorflow():
     the reason (the fresh process sees no GPU: ``JAX_PLATFORMS=cpu``)."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
     env.pop("KERAS_RELATIONAL_ACCELERATOR_ON_CPU", None)
-    result = subprocess.run([sys.executable, "-c", _NO_TENSORFLOW], cwd=_REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", _NO_TENSORFLOW], env=env,
+                            cwd=benchmark_scripts.REPO_ROOT, capture_output=True, text=True,
+                            timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     expected = 2 * len(case_names()) + len(paper_model_cases()) + 2  # + the MHDPA flash pair

@@ -17,6 +17,7 @@ import re
 import sys
 import types
 
+import benchmark_scripts
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -168,16 +169,8 @@ def test_a_results_file_without_its_command_fails(fake_repo):
         "that does not exist"]
 
 
-def _results_io():
-    spec = importlib.util.spec_from_file_location(
-        "results_io", os.path.join(REPO, "benchmarks", "results_io.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_results_io_writes_the_convention(tmp_path, monkeypatch):
-    results_io = _results_io()
+    results_io = benchmark_scripts.load("results_io")
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # a script
     monkeypatch.setattr(sys, "argv", [os.path.join(REPO, "benchmarks", "speed.py"), "--n", "2"])
     root = str(tmp_path)

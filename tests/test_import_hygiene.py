@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import benchmark_scripts
 import pytest
 
 pytestmark = pytest.mark.subprocess
@@ -133,23 +134,10 @@ def test_layer_package_adds_little_to_the_keras_import():
     benchmarks/import_time.py on an idle machine and reported in the README, not asserted here,
     where parallel test workers share the cores.
     """
-    import_time = _load_benchmark()
+    import_time = benchmark_scripts.load("import_time")
     total, own = import_time.measure(repeats=2)
     print(f"import keras_relational: {min(total):.2f} s in all, {min(own):.3f} s for our modules")
     assert min(own) < 1.0, f"our own modules took {min(own):.2f} s to import (limit 1 s)"
-
-
-def _load_benchmark():
-    import importlib.util
-
-    # As when run as a script: its directory is on the path (it imports results_io beside it).
-    if os.path.join(_REPO_ROOT, "benchmarks") not in sys.path:
-        sys.path.insert(0, os.path.join(_REPO_ROOT, "benchmarks"))
-    path = os.path.join(_REPO_ROOT, "benchmarks", "import_time.py")
-    spec = importlib.util.spec_from_file_location("import_time_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_tf_agents_trainer_routes_tf_keras_to_tf_keras():

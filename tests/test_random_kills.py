@@ -8,16 +8,13 @@ import random
 import sys
 import zlib
 
+import benchmark_scripts
 import pytest
 
 from keras_relational import whole_files
 
-_BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "benchmarks")
-if _BENCHMARKS not in sys.path:  # the harness and the soak are scripts there, importing each other
-    sys.path.insert(0, _BENCHMARKS)
-import fault_soak  # noqa: E402
-import random_kills  # noqa: E402
+fault_soak = benchmark_scripts.load("fault_soak")
+random_kills = benchmark_scripts.load("random_kills")
 
 
 def _write(path, data=b"x"):

@@ -1,15 +1,14 @@
 """benchmarks/xla_op_profile.py: its HLO parsing, and one tiny run of the script."""
 
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 
+import benchmark_scripts
 import pytest
 
-_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       "benchmarks", "xla_op_profile.py")
+_SCRIPT = benchmark_scripts.path("xla_op_profile")
 
 _BATCHED = "lhs_batch_dims={0,1}, lhs_contracting_dims={%d}, rhs_batch_dims={0,1}, "
 _HLO = "\n".join([
@@ -38,10 +37,7 @@ _HLO = "\n".join([
 
 @pytest.fixture(scope="module")
 def profile_module():
-    spec = importlib.util.spec_from_file_location("xla_op_profile", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("xla_op_profile")
 
 
 def test_entry_dots_are_parsed_with_shapes_and_forms(profile_module):

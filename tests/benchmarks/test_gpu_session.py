@@ -1,7 +1,6 @@
 """benchmarks/gpu_session.py: bad input fails at once, the plan fits the budget, and a smoke session
 (the long run's first piece, then a second piece resumed from the first one's archive)."""
 
-import importlib.util
 import io
 import json
 import math
@@ -12,20 +11,11 @@ import subprocess
 import sys
 import tarfile
 
+import benchmark_scripts
 import pytest
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "gpu_session.py")
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("gpu_session_under_test", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gpu_session = _load()
+_SCRIPT = benchmark_scripts.path("gpu_session")
+gpu_session = benchmark_scripts.load("gpu_session")
 
 
 def _archive(path, members):
@@ -567,7 +557,7 @@ def test_the_measure_plan_completes_every_part_it_starts_in_smoke(tmp_path, smok
         assert entry["exit_code"] == 0 and entry["summary"]["counts"]["passed"] == 1, entry
     for part, entry in session["parts"].items():
         script = {"simplicial_kernel": "simplicial_kernel_speed.py"}.get(part)
-        if script and not os.path.exists(os.path.join(_REPO_ROOT, "benchmarks", script)):
+        if script and not os.path.exists(os.path.join(benchmark_scripts.BENCHMARKS, script)):
             assert entry["error"] == (f"benchmarks/{script} is missing: this checkout has no "
                                       f"such script")
         elif "skipped" not in entry and not entry["timed_out"]:

@@ -3,21 +3,15 @@
 import json
 import os
 
+import benchmark_scripts
 import pytest
 
 from keras_relational.agents import curves
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BENCHMARKS = os.path.join(_REPO_ROOT, "benchmarks")
-
 
 @pytest.fixture
-def scripts(monkeypatch):
-    monkeypatch.syspath_prepend(_BENCHMARKS)  # the script imports its neighbours, as when run
-    import gpu_session
-    import long_run_report
-
-    return gpu_session, long_run_report
+def scripts():
+    return benchmark_scripts.load("gpu_session"), benchmark_scripts.load("long_run_report")
 
 
 def _write_run(run_dir, rates, frames_per_update=1280):

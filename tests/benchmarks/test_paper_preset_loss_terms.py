@@ -2,15 +2,12 @@
 run with its own settings, and the split of the learner scalars by a gem in the unroll."""
 
 import json
-import os
-import sys
 import tarfile
 
+import benchmark_scripts
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "benchmarks"))
-import paper_preset_loss_terms as script  # noqa: E402
+script = benchmark_scripts.load("paper_preset_loss_terms")
 
 
 def _row(step, loss, reward_max, gradient_norm=50.0):

@@ -1,21 +1,11 @@
 """benchmarks/plot_rl_curves.py: two runs' curves (one in two pieces) next to a paper's numbers."""
 
-import importlib.util
 import os
 
+import benchmark_scripts
 import pytest
 
 from keras_relational.agents import curves
-
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "plot_rl_curves.py")
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("plot_rl_curves", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write_run(root, rates, start_step=0):
@@ -38,7 +28,7 @@ def test_plots_runs_with_the_papers_reference_lines(tmp_path):
     assert [row["step"] for row in rows] == [1, 2, 3] and rows[-1]["solve_rate"] == 0.25
     assert rows[-1]["wall_seconds"] == 3.0
     assert curves.read_curve(str(relational))[-1]["solve_rate"] is None
-    script = _load_script()
+    script = benchmark_scripts.load("plot_rl_curves")
     output = str(tmp_path / "curves.png")
     script.main([str(relational), f"the baseline={baseline}", "--paper=zambaldi_fig3",
                  f"--output={output}"])

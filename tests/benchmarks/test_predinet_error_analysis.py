@@ -2,17 +2,12 @@
 Table 1 run is analysed into results files."""
 
 import json
-import os
-import sys
 
+import benchmark_scripts
 import numpy as np
 import pytest
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _REPO_ROOT not in sys.path:  # `benchmarks` is a folder of scripts run from the repo root
-    sys.path.insert(0, _REPO_ROOT)
-
-from benchmarks import predinet_error_analysis as analysis  # noqa: E402
+analysis = benchmark_scripts.load("predinet_error_analysis")
 
 
 @pytest.mark.parametrize("object_set", ["pentominoes", "stripes"])
@@ -84,7 +79,7 @@ def test_the_extra_tables_and_keeping_other_tasks(tmp_path):
 
 @pytest.mark.slow
 def test_a_tiny_run_is_analysed_into_results_files(tmp_path):
-    from benchmarks import reproduce_predinet as reproduce
+    reproduce = benchmark_scripts.load("reproduce_predinet")
 
     root = str(tmp_path / "runs")
     reproduce.run("table1", root, tasks=("xoccurs",), centrals=("mlp1",), num_batches=2,

@@ -6,11 +6,11 @@ import shutil
 import subprocess
 import sys
 
+import benchmark_scripts
 import pytest
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "reproduce_demo.py")
-_FLAGS_FILE = os.path.join(_REPO_ROOT, "benchmarks", "demo_flags.txt")
+_SCRIPT = benchmark_scripts.path("reproduce_demo")
+_FLAGS_FILE = os.path.join(benchmark_scripts.BENCHMARKS, "demo_flags.txt")
 # Two updates of 4 environments x 4 steps of a narrow network on 5x5 rooms (a short XLA compile),
 # and a 4-episode evaluation: the script's code path (training process, result.json, timing,
 # both results files), not the demo's learning.
@@ -25,7 +25,8 @@ def test_the_makefile_demo_runs_the_flags_the_script_reads():
         demo_flags = f.read().split()
     assert "--eval_episodes=200" in demo_flags
     dry_run = subprocess.run(["make", "-n", "demo", "DEMO_DIR=/tmp/demo_dry_run"],
-                             cwd=_REPO_ROOT, capture_output=True, text=True, check=True).stdout
+                             cwd=benchmark_scripts.REPO_ROOT, capture_output=True, text=True,
+                             check=True).stdout
     command = " ".join(dry_run.replace("\\\n", " ").split())
     assert "train_boxworld --root_dir=/tmp/demo_dry_run " + " ".join(demo_flags) in command
 

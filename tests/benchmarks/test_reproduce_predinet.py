@@ -3,16 +3,12 @@ resumption per cell and the results files rewritten after each cell."""
 
 import json
 import os
-import sys
 
+import benchmark_scripts
 import numpy as np
 import pytest
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _REPO_ROOT not in sys.path:  # `benchmarks` is a folder of scripts run from the repo root
-    sys.path.insert(0, _REPO_ROOT)
-
-from benchmarks import reproduce_predinet as reproduce  # noqa: E402
+reproduce = benchmark_scripts.load("reproduce_predinet")
 
 TINY = dict(num_batches=2, eval_interval=1, num_train_examples=20, num_eval_examples=10,
             batch_size=5, num_monitor_examples=10, steps_per_execution=1,

@@ -5,17 +5,12 @@ interrupted run keeps its time budget and best checkpoint (babi_lib's progress f
 import json
 import os
 import shutil
-import sys
 
+import benchmark_scripts
 import numpy as np
 import pytest
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _REPO_ROOT not in sys.path:  # `benchmarks` is a folder of scripts run from the repo root
-    sys.path.insert(0, _REPO_ROOT)
-sys.path.insert(0, os.path.join(_REPO_ROOT, "benchmarks"))  # the script imports results_io
-
-from benchmarks import reproduce_tpr_babi as reproduce  # noqa: E402
+reproduce = benchmark_scripts.load("reproduce_tpr_babi")
 
 TINY = dict(num_train=8, num_valid=4, num_test=4, epochs=1, entity_dim=4, relation_dim=3,
             hidden_dim=8, batch_size=8, jit_compile=False, export=False, verbose=0,

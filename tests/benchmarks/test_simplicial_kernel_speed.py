@@ -7,10 +7,10 @@ import os
 import subprocess
 import sys
 
+import benchmark_scripts
 import pytest
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "simplicial_kernel_speed.py")
+_SCRIPT = benchmark_scripts.path("simplicial_kernel_speed")
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_smoke_run_writes_both_results_files(tmp_path):
     output = tmp_path / "kernel_speed"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, _SCRIPT, "--smoke", "--sizes=40",
-                             f"--output={output}"], env=env, cwd=_REPO_ROOT,
+                             f"--output={output}"], env=env, cwd=benchmark_scripts.REPO_ROOT,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     with open(f"{output}.json") as f:

@@ -1,16 +1,15 @@
 """bAbI statistics (babi.statistics) and a tiny run of benchmarks/babi_statistics.py."""
 
 import json
-import os
 import subprocess
 import sys
 
+import benchmark_scripts
 import pytest
 
 from keras_relational.environments import babi
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SCRIPT = os.path.join(_REPO_ROOT, "benchmarks", "babi_statistics.py")
+_SCRIPT = benchmark_scripts.path("babi_statistics")
 
 
 def test_question_kinds():
