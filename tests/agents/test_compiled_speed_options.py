@@ -5,13 +5,13 @@ In-process tests run under the suite's backend; the data-parallel equality runs 
 host devices in a subprocess (XLA_FLAGS must be set before JAX starts).
 """
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 
+import benchmark_scripts
 import keras
 import numpy as np
 import pytest
@@ -26,22 +26,6 @@ from keras_relational.agents.optimizers import make_optimizer
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LEVELS = dict(goal_length=1, num_distractors=0, room_size=5, observation_type="one_hot")
 _MODEL = dict(key_dim=8, mlp_hidden_units=(8,), head_units=(8,), conv_filters=(8, 8))
-
-
-def _benchmark(name):
-    """A benchmark script as a module. Its top sets KERAS_BACKEND for its own process (before
-    Keras loads): the test process's environment is restored, or every later subprocess of this
-    worker (TF-Agents runs, Ray actors) would start under that backend."""
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(_REPO_ROOT, "benchmarks", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    environment = dict(os.environ)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        os.environ.clear()
-        os.environ.update(environment)
-    return module
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -136,11 +120,17 @@ def test_several_updates_per_call_are_those_updates_one_call_each():
     for name in ("trainable", "optimizer"):
         for got, want in zip(_numpy(state[name]), _numpy(single_state[name]), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=name)
+    # The first update starts from the same state: its metrics agree to float32 rounding. The
+    # later ones start from weights that may differ by the 1e-4 allowed above, and their loss
+    # and gradient norm with them (update 3's gradient norm by 1.3e-5 of itself on an AMD EPYC
+    # with AVX-512; within 1e-5 on the machines of earlier runs): 1e-4 of the value there.
     for field in ("loss", "episodes", "levels_started", "gradient_norm"):
         got = keras.ops.convert_to_numpy(getattr(metrics, field))
-        want = [float(keras.ops.convert_to_numpy(getattr(row, field))) for row in rows]
+        want = np.array([float(keras.ops.convert_to_numpy(getattr(row, field))) for row in rows])
         assert got.shape == (3,), (field, got.shape)
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=field)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6, err_msg=field)
+        later = 1e-4 if field in ("loss", "gradient_norm") else 1e-5
+        np.testing.assert_allclose(got[1:], want[1:], rtol=later, atol=1e-6, err_msg=field)
 
 
 def test_train_eval_with_several_updates_per_call_records_every_update(tmp_path):
@@ -207,9 +197,9 @@ def test_kernel_counts_and_scopes_read_from_hlo_text():
         'metadata={op_name="jit(f)/while/body/acting/tanh"}',
         "  ROOT %tuple.3 = (f32[4,8]{1,0}, f32[4,8]{1,0}) tuple(%dot.1, %tanh_fusion)",
         "}"])
-    counts = _benchmark("update_cost_analysis").kernel_counts(hlo)
+    counts = benchmark_scripts.load("update_cost_analysis").kernel_counts(hlo)
     assert counts == dict(fusions=1, kernels=2, instructions=5)
-    parts = _benchmark("profile_update").scope_of_ops(hlo)
+    parts = benchmark_scripts.load("profile_update").scope_of_ops(hlo)
     assert parts["dot.1"] == "learning" and parts["tanh_fusion"] == "acting"
 
 
@@ -294,7 +284,7 @@ def test_profile_update_smoke_writes_a_summary(tmp_path):
 
 
 def test_loop_speed_sweeps_and_flop_rates(tmp_path, capsys):
-    speed = _benchmark("compiled_loop_speed")
+    speed = benchmark_scripts.load("compiled_loop_speed")
     args = speed.parse_args(["--num_envs=8,16", "--learner_minibatches=1,4",
                              "--dtype_policies=float32,mixed_bfloat16"])
     assert args.learner_minibatches == [1, 4]
