@@ -207,7 +207,7 @@ _DATA_PARALLEL = textwrap.dedent("""
     import json, sys
     import jax, keras
     import numpy as np
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {tests_root!r}]  # as pytest's pythonpath: tests/ too
     from test_compiled_speed_options import _LEVELS, _MODEL
     from keras_relational.agents.compiled import loop
     from keras_relational.agents.compiled import train_eval
@@ -252,7 +252,8 @@ _DATA_PARALLEL = textwrap.dedent("""
 
 @pytest.mark.slow  # a fresh JAX process with four host devices, compiling four loops
 def test_four_devices_learn_as_one_device_with_all_the_environments():
-    script = _DATA_PARALLEL.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    script = _DATA_PARALLEL.format(tests=tests, tests_root=os.path.dirname(tests))
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=_REPO_ROOT, capture_output=True, text=True,
         timeout=900, env=dict(os.environ, KERAS_BACKEND="jax",
