@@ -12,12 +12,18 @@ or from the real bAbI v1.2 files in ``data_dir``, and writes under ``root_dir``:
   checkpoint: in an epoch, after its last finished epoch; after training, at the evaluation
   and export; removed once the run has finished;
 * ``data/``: the generated ``qa{N}_{split}.txt`` files (when no ``data_dir`` is given);
-* ``vocabulary.json``, ``results.json`` and ``results.md`` (the per-task test error table);
+* ``vocabulary.json``, ``results.json`` (with the run's settings) and ``results.md`` (the
+  per-task test error table). Re-running a finished run with the same settings trains nothing:
+  it evaluates and exports its best checkpoint again. With other settings (another
+  ``epochs``, or hyperparameters changed with ``allow_changed_hyperparameters``) it trains on
+  from the best weights and the optimizer's state, and replaces the best checkpoint only with a
+  better validation accuracy;
 * ``saved_model/``: ``model.export`` of the best model (inputs ``story [B,S,W]``,
   ``query [B,W]`` int32; output logits ``[B,V]``) with its ``vocabulary.json``, which the
   ``answer_babi`` binary (``babi_serving.answer_questions``) serves in a fresh process.
 """
 
+import json
 import math
 import os
 import time
@@ -320,16 +326,32 @@ def train_eval(
     os.makedirs(checkpoint_dir, exist_ok=True)
     best_path = os.path.join(checkpoint_dir, "best.weights.h5")
     backup_dir = os.path.join(root_dir, "backup")
-    if os.path.exists(best_path) and not os.path.exists(backup_dir):
-        print(f"warm-starting from {best_path}")
-        model.load_weights(best_path)
-    state = safe_backup.RunState(backup_dir, dict(
+    results_path = os.path.join(root_dir, "results.json")
+    settings = dict(
         tasks=tasks, data_dir=data_dir, num_train=num_train, num_valid=num_valid,
         num_test=num_test, story_options=story_options, entity_dim=entity_dim,
         relation_dim=relation_dim, hidden_dim=hidden_dim, use_move=use_move,
         use_backlink=use_backlink, mask_pad_words=mask_pad_words, implementation=implementation,
         systematic=systematic, batch_size=batch_size, epochs=epochs, learning_rate=learning_rate,
-        seed=seed, dtype_policy=dtype_policy))
+        seed=seed, dtype_policy=dtype_policy)
+    unfinished = os.path.exists(backup_dir)
+    finished = None if unfinished else safe_backup.read_finished(results_path, settings)
+    earlier_best = None
+    if finished is None and not unfinished and os.path.exists(best_path):
+        # A finished run re-run with other settings (epochs, allowed hyperparameters) trains on
+        # from its best weights and the optimizer's state (built first, they load with it),
+        # and keeps that checkpoint unless a validation accuracy beats it: never lost work.
+        earlier_best = _recorded_best(results_path)
+        print(f"warm-starting from {best_path} (its validation accuracy {earlier_best})")
+        _build_optimizer(model, strategy)
+        model.load_weights(best_path)
+    state = safe_backup.RunState(backup_dir, settings)
+    if finished is not None and state.get("training") is None:
+        print(f"{root_dir} finished earlier with these settings ({results_path}): not trained "
+              f"again; evaluating its best checkpoint")
+        state.set("training", {k: finished[k] for k in _TRAINING_SUMMARY})
+    elif earlier_best is not None and state.get("best_val_accuracy") is None:
+        state.set("best_val_accuracy", earlier_best)
     training = state.get("training")
     if training is None:
         training = _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, [
@@ -343,12 +365,9 @@ def train_eval(
             keras.callbacks.TensorBoard(os.path.join(root_dir, "train")),
         ])
     else:
-        print(f"training finished before an interruption ({state.path}); evaluating")
-        # The best weights file holds the optimizer's variables too: built first, they load
-        # with it (an unbuilt optimizer makes Keras warn that it skipped them).
-        if not model.optimizer.built:
-            with strategy.scope():
-                model.optimizer.build(model.trainable_variables)
+        if finished is None:
+            print(f"training finished before an interruption ({state.path}); evaluating")
+        _build_optimizer(model, strategy)
     if os.path.exists(best_path):
         model.load_weights(best_path)
 
@@ -371,9 +390,9 @@ def train_eval(
         results["systematic"] = systematic_accuracy(model, vocabulary, dims, new_names)
         table += "\n\n" + systematic_table(results["systematic"])
     print(table)
-    json_files.write_json(os.path.join(root_dir, "results.json"),
-                          {**results, "test_error": {str(k): v for k, v in test_error.items()}},
-                          indent=2)
+    json_files.write_json(results_path, {
+        **results, "test_error": {str(k): v for k, v in test_error.items()},
+        "settings": json_files.strict_json_value(settings)}, indent=2)  # a re-run reuses it
     babi.write_text_atomically(os.path.join(root_dir, "results.md"), table + "\n")
     if export:
         faults.point("export")  # the fault tests kill here
@@ -383,6 +402,28 @@ def train_eval(
     results["model"] = model
     results["vocabulary"] = vocabulary
     return results
+
+
+# What `_fit` returns and results.json keeps of the training (a finished run's re-run reads it).
+_TRAINING_SUMMARY = ("train_seconds", "epochs", "best_val_accuracy", "steps")
+
+
+def _build_optimizer(model, strategy):
+    """The best weights file holds the optimizer's variables too: built first, they load with it
+    (an unbuilt optimizer makes Keras warn that it skipped them)."""
+    if not model.optimizer.built:
+        with strategy.scope():
+            model.optimizer.build(model.trainable_variables)
+
+
+def _recorded_best(results_path):
+    """The best validation accuracy a finished run recorded in ``results_path`` (None: none)."""
+    try:
+        with open(results_path) as f:
+            best = json.load(f).get("best_val_accuracy")
+    except (OSError, ValueError):
+        return None
+    return best if isinstance(best, (int, float)) and math.isfinite(best) else None
 
 
 def _fit(model, state, train, valid, best_path, batch_size, epochs, verbose, callbacks):

@@ -258,3 +258,48 @@ def test_the_target_validation_accuracy_stops_training_when_met_exactly():
     assert stops(float(np.float32(9) / np.float32(10)), 0.9)  # Keras logs Python floats
     assert not stops(float(np.float32(8) / np.float32(10)), 0.9)
     assert not stops(1.0, None)
+
+
+def test_a_finished_run_is_not_trained_again_and_a_warm_start_keeps_its_best(tmp_path, capsys):
+    import warnings
+
+    root = str(tmp_path / "run")
+    tiny = dict(tasks=(1,), num_train=32, num_valid=16, num_test=16, entity_dim=4,
+                relation_dim=3, hidden_dim=8, batch_size=16, epochs=2, jit_compile=False,
+                export=False, verbose=2)
+    first = babi_lib.train_eval(root, **tiny)
+    best = os.path.join(root, "checkpoints", "best.weights.h5")
+    with open(best, "rb") as f:
+        best_bytes = f.read()
+    with open(os.path.join(root, "results.json")) as f:
+        assert json.load(f)["settings"]["epochs"] == 2
+    capsys.readouterr()
+
+    def run_again(**changes):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results = babi_lib.train_eval(root, **dict(tiny, **changes))
+        skipped = [str(w.message) for w in caught if "Skipping variable loading" in str(w.message)]
+        assert not skipped, skipped  # the optimizer's variables load with the weights
+        return results, capsys.readouterr().out
+
+    # The same settings: nothing trained, the best checkpoint evaluated to the same results.
+    again, out = run_again()
+    assert "not trained again" in out and "Epoch " not in out, out
+    assert again["test_error"] == first["test_error"]
+    assert {k: again[k] for k in babi_lib._TRAINING_SUMMARY} == {
+        k: first[k] for k in babi_lib._TRAINING_SUMMARY}
+    with open(best, "rb") as f:
+        assert f.read() == best_bytes
+    assert not os.path.exists(os.path.join(root, "backup"))
+
+    # More epochs: trained on from the best weights; the best checkpoint is replaced only by a
+    # better validation accuracy (a worse first epoch used to overwrite it).
+    longer, out = run_again(epochs=3)
+    assert "warm-starting from" in out and "Epoch 3/3" in out, out
+    assert longer["best_val_accuracy"] >= first["best_val_accuracy"]
+    if longer["best_val_accuracy"] == first["best_val_accuracy"]:
+        with open(best, "rb") as f:
+            assert f.read() == best_bytes
+    _, out = run_again(epochs=3)  # and that run, finished, is re-used in turn
+    assert "not trained again" in out and "Epoch " not in out, out
