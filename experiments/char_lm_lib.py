@@ -10,7 +10,8 @@ separated by blank lines. The answers are the characters a model can only predic
 earlier statements to the question.
 
 Re-running resumes: ``root_dir/backup`` keeps each finished attention's result and the
-unfinished one's last epoch (``safe_backup``).
+unfinished one's last epoch (``safe_backup``); a finished run re-run with the same settings
+(``results.json`` records them) is not trained again.
 """
 
 import math
@@ -86,6 +87,21 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
     validation.check_positive_int(owner, "epochs", epochs)
     validation.check_positive_int(owner, "batch_size", batch_size)
     validation.check_dtype_policy(owner, dtype_policy)
+    settings = dict(
+        tasks=tasks, train_questions=train_questions, valid_questions=valid_questions,
+        sequence_length=sequence_length, width=width, num_layers=num_layers,
+        num_heads=num_heads, key_dim=key_dim, num_key_value_heads=num_key_value_heads,
+        window=window, query_chunk_size=query_chunk_size, epochs=epochs, batch_size=batch_size,
+        learning_rate=learning_rate, seed=seed, dtype_policy=dtype_policy)
+    results_path = os.path.join(root_dir, "results.json")
+    backup_dir = os.path.join(root_dir, "backup")
+    finished = None if os.path.exists(backup_dir) else safe_backup.read_finished(
+        results_path, dict(settings, attentions=list(attentions)))
+    if finished is not None:
+        print(f"{root_dir} finished earlier with these settings ({results_path}): not trained "
+              f"again")
+        del finished["settings"]
+        return finished
     train_text = babi_corpus(tasks, train_questions, seed)
     valid_text = babi_corpus(tasks, valid_questions, validation.offset_seed("seed", seed, 1))
     characters = "".join(sorted(set(train_text) | set(valid_text)))
@@ -95,13 +111,7 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
                         "valid_characters": int(valid[0].size),
                         "vocabulary_size": len(characters)}, "dtype_policy": dtype_policy}
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    backup_dir = os.path.join(root_dir, "backup")
-    state = safe_backup.RunState(backup_dir, dict(
-        tasks=tasks, train_questions=train_questions, valid_questions=valid_questions,
-        sequence_length=sequence_length, width=width, num_layers=num_layers,
-        num_heads=num_heads, key_dim=key_dim, num_key_value_heads=num_key_value_heads,
-        window=window, query_chunk_size=query_chunk_size, epochs=epochs, batch_size=batch_size,
-        learning_rate=learning_rate, seed=seed, dtype_policy=dtype_policy))
+    state = safe_backup.RunState(backup_dir, settings)
     for attention in attentions:
         if state.get(attention) is not None:  # finished before an interruption
             results[attention] = state.get(attention)
@@ -132,7 +142,8 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
         state.set(attention, results[attention])
         shutil.rmtree(backup.backup_dir)
     os.makedirs(root_dir, exist_ok=True)
-    json_files.write_json(os.path.join(root_dir, "results.json"), results)  # NaN as null
+    json_files.write_json(results_path, dict(results, settings=json_files.strict_json_value(
+        dict(settings, attentions=list(attentions)))))  # NaN as null; a re-run re-uses it
     json_files.write_text(os.path.join(root_dir, "results.md"), results_table(results))
     state.clear()
     return results

@@ -22,12 +22,12 @@ def test_corpus_is_deterministic_text_with_answers():
 
 
 @pytest.mark.slow
-def test_train_eval_smoke(tmp_path):
+def test_train_eval_smoke(tmp_path, capsys):
     root = str(tmp_path / "run")
-    results = char_lm_lib.train_eval(root, tasks=(1,), train_questions=6, valid_questions=3,
-                                     sequence_length=16, width=8, num_layers=1, num_heads=2,
-                                     key_dim=4, num_key_value_heads=1, window=(4, 2), epochs=1,
-                                     batch_size=8, jit_compile=False)
+    tiny = dict(tasks=(1,), train_questions=6, valid_questions=3, sequence_length=16, width=8,
+                num_layers=1, num_heads=2, key_dim=4, num_key_value_heads=1, window=(4, 2),
+                epochs=1, batch_size=8, jit_compile=False)
+    results = char_lm_lib.train_eval(root, **tiny)
     simplicial, dot_product = results["simplicial"], results["dot_product"]
     assert simplicial["parameters"] == dot_product["parameters"]
     for r in (simplicial, dot_product):
@@ -36,3 +36,8 @@ def test_train_eval_smoke(tmp_path):
         assert json.load(f)["simplicial"]["parameters"] == simplicial["parameters"]
     with open(os.path.join(root, "results.md")) as f:
         assert f.read().startswith("| attention | parameters |")
+    # Re-run with the same settings: the finished run is re-used, nothing trained again.
+    capsys.readouterr()
+    again = char_lm_lib.train_eval(root, **tiny)
+    assert "not trained again" in capsys.readouterr().out
+    assert again == json.loads(json.dumps(results))  # as results.json holds it
