@@ -2,7 +2,9 @@
 
 One JSON object a line, one line per progress line: ``step``, ``frames``, ``solve_rate`` and
 ``average_return`` of the training episodes finished since the previous line (null when none
-finished), ``frames_per_second``, ``wall_seconds``: training-loop wall time summed over every
+finished) and their number ``episodes`` (a rate over a handful of episodes, as on the first line
+of a run or piece, says little; lines written before it was recorded lack it),
+``frames_per_second``, ``wall_seconds``: training-loop wall time summed over every
 piece of the run, and from the compiled trainer ``losses``: its learner scalars (loss terms,
 gradient norms, value error, rewards; ``agents/compiled/progress.py``) over the same updates.
 The file is rewritten atomically (temporary file + ``os.replace``) at every line,
@@ -84,6 +86,8 @@ class CurveFile:
             average_return=_finite_or_none(entry.get("average_return", float("nan"))),
             frames_per_second=_finite_or_none(entry["fps"]),
             wall_seconds=self._wall_offset + float(entry["seconds"])))
+        if "episodes" in entry:  # both trainers' progress; a hand-made entry may leave it out
+            self.rows[-1]["episodes"] = int(entry["episodes"])
         if "losses" in entry:  # the compiled trainer's learner scalars (compiled/progress.py)
             self.rows[-1]["losses"] = {name: _finite_or_none(value)
                                        for name, value in entry["losses"].items()}

@@ -15,8 +15,10 @@ Runs are resumable: each call trains every unfinished setting for one piece of a
 ``--max_frames``), and re-running the same command continues each run from its checkpoint. The
 results are read from the runs' ``curves.jsonl`` files: a threshold is reached at the first
 progress line (``--log_interval`` updates) whose training episodes (fresh levels, the sampling
-policy) were solved at that rate or more. Writes ``<output>.md``, ``<output>.json`` and, when
-matplotlib is installed, ``<output>.png`` (solve rate against frames).
+policy) were solved at that rate or more, over at least ``--min_episodes`` of them (the first
+line of a run or piece covers one update: one solved episode there is a rate of 100 %).
+Writes ``<output>.md``, ``<output>.json`` and, when matplotlib is installed, ``<output>.png``
+(solve rate against frames).
 
     .venv/bin/python benchmarks/frames_to_solve.py --list
     .venv/bin/python benchmarks/frames_to_solve.py --root=/tmp/fts \\
@@ -32,6 +34,7 @@ import results_io  # benchmarks/results_io.py, beside this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 THRESHOLDS = (0.5, 0.9, 0.98)
+MIN_EPISODES = 50  # --min_episodes: a rate over 50 episodes is within ~7 % (one sigma at 50 %)
 
 # The demo's settings (benchmarks/demo_flags.txt) under the compiled trainer.
 BASE = dict(agent="relational", optimizer="adam", learning_rate=1e-3, reward_scale=0.1,
@@ -93,12 +96,24 @@ def _directory(root, name):
     return os.path.join(root, name.replace("/", "__"))
 
 
-def frames_to(rows, threshold):
-    """Frames of the first curve row whose training solve rate is at least ``threshold``."""
+def counted_rows(rows, min_episodes=MIN_EPISODES, log_interval=25):
+    """The curve rows whose solve rate counts: over at least ``min_episodes`` episodes, or, in
+    a row written before the curves recorded their ``episodes``, over a whole progress interval
+    (``log_interval`` updates; the first row of a run or piece covers one update)."""
+    previous_step = 0
     for row in rows:
-        if row.get("solve_rate") is not None and row["solve_rate"] >= threshold:
-            return row["frames"]
-    return None
+        if row.get("solve_rate") is not None and (
+                row["episodes"] >= min_episodes if row.get("episodes") is not None
+                else row["step"] - previous_step >= log_interval):
+            yield row
+        previous_step = row["step"]
+
+
+def frames_to(rows, threshold, min_episodes=MIN_EPISODES, log_interval=25):
+    """Frames of the first counted row (:func:`counted_rows`) whose training solve rate is at
+    least ``threshold``; None when there is none."""
+    return next((row["frames"] for row in counted_rows(rows, min_episodes, log_interval)
+                 if row["solve_rate"] >= threshold), None)
 
 
 def _rows(root, name):
@@ -108,9 +123,11 @@ def _rows(root, name):
     return curves.read_curve(path) if os.path.exists(path) else []
 
 
-def finished(rows, max_frames):
-    return bool(rows) and (frames_to(rows, THRESHOLDS[-1]) is not None
-                           or rows[-1]["frames"] >= max_frames)
+def finished(rows, args):
+    """A setting's run is done once it reached the last threshold or ``args.max_frames``."""
+    return bool(rows) and (frames_to(rows, THRESHOLDS[-1], args.min_episodes,
+                                     args.log_interval) is not None
+                           or rows[-1]["frames"] >= args.max_frames)
 
 
 def train_piece(root, name, args):
@@ -126,7 +143,7 @@ def train_piece(root, name, args):
         seed=args.seed, print_fn=lambda line: print(f"[{name}] {line}", flush=True), **hyper)
 
 
-def summary(root, names, max_frames):
+def summary(root, names, args):
     """One dict a setting: its settings, frames to each threshold, frames and seconds run."""
     results = []
     for name in names:
@@ -134,13 +151,14 @@ def summary(root, names, max_frames):
         hyper, env_kwargs, model = setting(name)
         results.append(dict(
             setting=name, hyperparameters=hyper, level=env_kwargs, model=model,
-            frames_to={f"{round(100 * t)}%": frames_to(rows, t) for t in THRESHOLDS},
+            frames_to={f"{round(100 * t)}%": frames_to(rows, t, args.min_episodes,
+                                                       args.log_interval) for t in THRESHOLDS},
             frames=rows[-1]["frames"] if rows else 0,
             wall_seconds=rows[-1]["wall_seconds"] if rows else 0.0,
             last_solve_rate=rows[-1]["solve_rate"] if rows else None,
-            best_solve_rate=max((r["solve_rate"] for r in rows
-                                 if r["solve_rate"] is not None), default=None),
-            finished=finished(rows, max_frames),
+            best_solve_rate=max((r["solve_rate"] for r in counted_rows(
+                rows, args.min_episodes, args.log_interval)), default=None),
+            finished=finished(rows, args),
             losses=rows[-1].get("losses") if rows else None,
             curve=[(r["frames"], r["solve_rate"]) for r in rows]))
     return results
@@ -172,7 +190,8 @@ def _frames(value):
 def table(results, args):
     lines = [
         f"Frames until the training solve rate (fresh levels, sampling policy; one progress line "
-        f"= {args.log_interval} updates) first reaches 50 / 90 / 98 %; runs capped at "
+        f"= {args.log_interval} updates, counted over at least {args.min_episodes} episodes) "
+        f"first reaches 50 / 90 / 98 %; runs capped at "
         f"{args.max_frames:,} frames, trained in pieces of at most {args.piece_seconds:.0f} s. "
         f"'not yet' = not reached within the frames run so far (the run may be unfinished). "
         f"Base: {BASE} with {BASE_MODEL}; seed {args.seed}.", "",
@@ -255,6 +274,9 @@ def main():
                         help="Stop starting pieces after this long (None: one piece each).")
     parser.add_argument("--max_frames", type=int, default=20_000_000)
     parser.add_argument("--log_interval", type=int, default=25)
+    parser.add_argument("--min_episodes", type=int, default=MIN_EPISODES,
+                        help="A progress line's solve rate counts towards a threshold only "
+                             "over at least this many episodes.")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no_train", action="store_true", help="Only read the runs.")
     parser.add_argument("--output", default=os.path.join(HERE, "results", "frames_to_solve"))
@@ -267,13 +289,13 @@ def main():
         setting(name)  # a bad name fails before any training
     started = time.perf_counter()
     while not args.no_train:
-        pending = [n for n in names if not finished(_rows(args.root, n), args.max_frames)]
+        pending = [n for n in names if not finished(_rows(args.root, n), args)]
         for name in pending:
             train_piece(args.root, name, args)
         spent = (time.perf_counter() - started) / 60
         if not pending or args.budget_minutes is None or spent >= args.budget_minutes:
             break
-    results = summary(args.root, names, args.max_frames)
+    results = summary(args.root, names, args)
     text = f"{table(results, args)}\n\n{loss_table(results)}\n\n{what_ran(args, names)}"
     print(text)
     picture = plot(results, args.output + ".png")

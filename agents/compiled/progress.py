@@ -119,7 +119,8 @@ class Progress:
         self._print(training_line(step, frames, fps, self._episodes, mean_return, rate,
                                   losses["loss"], None, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps, solve_rate=rate,
-                                 average_return=mean_return, seconds=now - self.started,
+                                 average_return=mean_return, episodes=self._episodes,
+                                 seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
                                  learning_seconds=self._learning_seconds, losses=losses))
         self._reset_interval()

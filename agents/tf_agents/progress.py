@@ -127,6 +127,7 @@ class Progress:
                                   acting_share, policy_lag=lag, eta=self._bar.eta()))
         self.history.append(dict(step=step, frames=frames, fps=fps,
                                  solve_rate=rate, average_return=mean_return,
+                                 episodes=len(recent),
                                  seconds=now - self.started,
                                  acting_seconds=self._acting_seconds,
                                  learning_seconds=self._learning_seconds))

@@ -47,3 +47,11 @@ def test_rows_without_a_step_are_damaged_lines(tmp_path):
     warnings = []
     assert [row["step"] for row in curves.read_curve(str(path), warnings.append)] == [5]
     assert "line 1 (ValueError), 2 (ValueError)" in warnings[0], warnings
+
+
+def test_a_row_keeps_how_many_episodes_its_rates_are_over(tmp_path):
+    writer = curves.CurveFile(str(tmp_path), start_step=0)
+    writer.append(dict(_entry(1), episodes=1))  # the first line of a run: one update
+    writer.append(_entry(2))  # an entry made by hand, without the count
+    first, second = curves.read_curve(str(tmp_path))
+    assert first["episodes"] == 1 and "episodes" not in second

@@ -1,0 +1,69 @@
+"""benchmarks/frames_to_solve.py: which progress lines count towards a threshold, the setting
+names, and one tiny resumable run of the script whose curve records its episodes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import benchmark_scripts
+import pytest
+
+study = benchmark_scripts.load("frames_to_solve")
+
+
+def _row(step, rate, episodes=None):
+    row = dict(step=step, frames=1280 * step, solve_rate=rate)
+    if episodes is not None:
+        row["episodes"] = episodes
+    return row
+
+
+def test_a_rate_over_a_handful_of_episodes_does_not_count():
+    # The first line of a run covers one update: its one finished episode was solved (the
+    # room-8 run that stopped as "finished at 1,280 frames" after one piece).
+    rows = [_row(1, 1.0, episodes=1), _row(26, 0.4, episodes=280), _row(51, 0.93, episodes=300),
+            _row(52, 1.0, episodes=2), _row(77, 0.99, episodes=310)]
+    assert study.frames_to(rows, 0.5) == 51 * 1280
+    assert study.frames_to(rows, 0.98) == 77 * 1280
+    assert study.frames_to(rows, 0.98, min_episodes=400) is None
+    assert [r["step"] for r in study.counted_rows(rows)] == [26, 51, 77]
+    # Rows written before the curves recorded episodes: a row counts when it covers a whole
+    # progress interval (the first line of a run or of a resumed piece covers one update).
+    old = [_row(1, 1.0), _row(26, 0.2), _row(51, 0.95), _row(52, 1.0), _row(77, 0.99)]
+    assert [r["step"] for r in study.counted_rows(old, log_interval=25)] == [26, 51, 77]
+    assert study.frames_to(old, 0.98, log_interval=25) == 77 * 1280
+    assert study.frames_to([_row(1, None, episodes=0)], 0.0) is None
+
+
+def test_setting_names():
+    assert "room12" in study.all_settings() and "paper/papers" in study.all_settings()
+    hyper, level, model = study.setting("room12/num_envs=64")
+    assert hyper["num_envs"] == 64 and level["room_size"] == 12 and level["goal_length"] == (1,)
+    assert model == study.BASE_MODEL
+    with pytest.raises(ValueError, match=r"--settings expects names from --list.*'room9'"):
+        study.setting("room9")
+
+
+@pytest.mark.slow  # compiles the relational agent's update
+def test_a_tiny_run_resumes_and_writes_the_results_files(tmp_path):
+    root, output = str(tmp_path / "runs"), str(tmp_path / "results" / "fts")
+    os.makedirs(os.path.dirname(output))
+    command = [sys.executable, benchmark_scripts.path("frames_to_solve"), f"--root={root}",
+               "--settings=demo", "--max_frames=1920", "--log_interval=2", "--min_episodes=1",
+               "--piece_seconds=600", f"--output={output}"]
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=benchmark_scripts.REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(output + ".json") as f:
+        (result,) = json.load(f)["results"]
+    assert result["setting"] == "demo" and result["frames"] == 1920  # 3 updates of 32 x 20
+    assert result["finished"]  # its max_frames reached: the same command trains no more
+    rows = [json.loads(line) for line in open(os.path.join(root, "demo", "curves.jsonl"))]
+    assert [r["step"] for r in rows] == [1, 3] and all("episodes" in r for r in rows)
+    with open(output + ".md") as f:
+        assert "counted over at least 1 episodes" in f.read()
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                           cwd=benchmark_scripts.REPO_ROOT)
+    assert again.returncode == 0 and "Training" not in again.stdout, again.stdout[-2000:]
