@@ -160,14 +160,26 @@ def summary(root, names, args):
                 rows, args.min_episodes, args.log_interval)), default=None),
             finished=finished(rows, args),
             losses=rows[-1].get("losses") if rows else None,
-            curve=[(r["frames"], r["solve_rate"]) for r in rows]))
+            curve=[(r["frames"], r["solve_rate"])  # the plotted rows: those that count
+                   for r in counted_rows(rows, args.min_episodes, args.log_interval)]))
     return results
 
 
 # The learner scalars of the last progress line (agents/compiled/progress.py): what the loss of
 # one update is made of at each setting.
 LOSS_COLUMNS = ("loss", "loss_min", "loss_max", "policy_gradient_loss", "value_loss",
-                "value_error", "gradient_norm", "clipped_gradient_norm", "reward_max")
+                "value_error", "gradient_norm", "clipped_gradient_norm", "reward_max",
+                "entropy_per_step")
+
+
+def _scalar(losses, column):
+    """A learner scalar of a curve row; ``entropy_per_step``: the policy's mean entropy a
+    transition in nats (the summed ``entropy`` over ``transitions``; ln 4 = 1.386 is uniform
+    over Box-World's four moves)."""
+    if column == "entropy_per_step":
+        entropy, transitions = losses.get("entropy"), losses.get("transitions")
+        return entropy / transitions if entropy is not None and transitions else None
+    return losses.get(column)
 
 
 def loss_table(results):
@@ -177,9 +189,10 @@ def loss_table(results):
              "|---|" + "---:|" * len(LOSS_COLUMNS)]
     for r in results:
         if r["losses"]:
+            values = [_scalar(r["losses"], c) for c in LOSS_COLUMNS]
             lines.append(f"| {r['setting']} | " + " | ".join(
-                "-" if r["losses"].get(c) is None else f"{r['losses'][c]:,.2f}"
-                for c in LOSS_COLUMNS) + " |")
+                "-" if v is None else f"{v:,.3f}" if c == "entropy_per_step" else f"{v:,.2f}"
+                for c, v in zip(LOSS_COLUMNS, values, strict=True)) + " |")
     return "\n".join(lines)
 
 

@@ -67,3 +67,10 @@ def test_a_tiny_run_resumes_and_writes_the_results_files(tmp_path):
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
                            cwd=benchmark_scripts.REPO_ROOT)
     assert again.returncode == 0 and "Training" not in again.stdout, again.stdout[-2000:]
+
+
+def test_the_loss_table_gives_the_policy_entropy_a_step():
+    losses = dict(loss=1.0, entropy=1.386 * 1280, transitions=1280.0)
+    text = study.loss_table([dict(setting="room12", losses=losses)])
+    assert text.splitlines()[-1].endswith("| 1.00 | - | - | - | - | - | - | - | - | 1.386 |")
+    assert study.loss_table([dict(setting="x", losses=dict(loss=1.0))]).endswith("| - |")
