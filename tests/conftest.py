@@ -3,26 +3,12 @@
 # and are unaffected; the import-hygiene tests check the package itself in fresh processes.
 # Where TensorFlow is not installed (the accelerator lane on a JAX-on-CUDA machine, see
 # docs/contributing.md) there is nothing to route, and the TF tests fail at their own imports.
-import atexit
 import importlib.util
 import os
-import shutil
-import tempfile
 
 import pytest
 
 from keras_relational.without_tensorflow import tensorflow_installed
-
-# One XLA compilation cache for the whole run, before TensorFlow is imported: the controller
-# makes it, the xdist workers and every process the tests start inherit it through the
-# environment, so a program that several tests (or a run and its resume) compile the same is
-# compiled once. TensorFlow reads TF_XLA_FLAGS once, at its first compilation.
-_XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
-if _XLA_CACHE_FLAG not in os.environ.get("TF_XLA_FLAGS", ""):
-    _xla_cache = tempfile.mkdtemp(prefix="keras_relational_tests_xla_cache_")
-    atexit.register(shutil.rmtree, _xla_cache, ignore_errors=True)
-    os.environ["TF_XLA_FLAGS"] = " ".join(
-        filter(None, (os.environ.get("TF_XLA_FLAGS"), f"{_XLA_CACHE_FLAG}={_xla_cache}")))
 
 if tensorflow_installed():
     import keras_relational.agents.tf_agents  # noqa: F401
