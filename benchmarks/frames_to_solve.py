@@ -109,11 +109,14 @@ def counted_rows(rows, min_episodes=MIN_EPISODES, log_interval=25):
         previous_step = row["step"]
 
 
+def _first_frames(counted, threshold):
+    return next((row["frames"] for row in counted if row["solve_rate"] >= threshold), None)
+
+
 def frames_to(rows, threshold, min_episodes=MIN_EPISODES, log_interval=25):
     """Frames of the first counted row (:func:`counted_rows`) whose training solve rate is at
     least ``threshold``; None when there is none."""
-    return next((row["frames"] for row in counted_rows(rows, min_episodes, log_interval)
-                 if row["solve_rate"] >= threshold), None)
+    return _first_frames(counted_rows(rows, min_episodes, log_interval), threshold)
 
 
 def _rows(root, name):
@@ -148,20 +151,18 @@ def summary(root, names, args):
     results = []
     for name in names:
         rows = _rows(root, name)
+        counted = list(counted_rows(rows, args.min_episodes, args.log_interval))
         hyper, env_kwargs, model = setting(name)
         results.append(dict(
             setting=name, hyperparameters=hyper, level=env_kwargs, model=model,
-            frames_to={f"{round(100 * t)}%": frames_to(rows, t, args.min_episodes,
-                                                       args.log_interval) for t in THRESHOLDS},
+            frames_to={f"{round(100 * t)}%": _first_frames(counted, t) for t in THRESHOLDS},
             frames=rows[-1]["frames"] if rows else 0,
             wall_seconds=rows[-1]["wall_seconds"] if rows else 0.0,
             last_solve_rate=rows[-1]["solve_rate"] if rows else None,
-            best_solve_rate=max((r["solve_rate"] for r in counted_rows(
-                rows, args.min_episodes, args.log_interval)), default=None),
+            best_solve_rate=max((r["solve_rate"] for r in counted), default=None),
             finished=finished(rows, args),
             losses=rows[-1].get("losses") if rows else None,
-            curve=[(r["frames"], r["solve_rate"])  # the plotted rows: those that count
-                   for r in counted_rows(rows, args.min_episodes, args.log_interval)]))
+            curve=[(r["frames"], r["solve_rate"]) for r in counted]))  # plotted: counted rows
     return results
 
 

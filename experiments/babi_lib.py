@@ -392,7 +392,7 @@ def train_eval(
     print(table)
     json_files.write_json(results_path, {
         **results, "test_error": {str(k): v for k, v in test_error.items()},
-        "settings": json_files.strict_json_value(settings)}, indent=2)  # a re-run reuses it
+        "settings": settings}, indent=2)  # a re-run reuses it
     babi.write_text_atomically(os.path.join(root_dir, "results.md"), table + "\n")
     if export:
         faults.point("export")  # the fault tests kill here

@@ -95,8 +95,9 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
         learning_rate=learning_rate, seed=seed, dtype_policy=dtype_policy)
     results_path = os.path.join(root_dir, "results.json")
     backup_dir = os.path.join(root_dir, "backup")
+    finished_settings = dict(settings, attentions=list(attentions))  # what results.json records
     finished = None if os.path.exists(backup_dir) else safe_backup.read_finished(
-        results_path, dict(settings, attentions=list(attentions)))
+        results_path, finished_settings)
     if finished is not None:
         print(f"{root_dir} finished earlier with these settings ({results_path}): not trained "
               f"again")
@@ -142,8 +143,8 @@ def train_eval(root_dir, attentions=char_lm.ATTENTIONS, tasks=DEFAULT_TASKS,
         state.set(attention, results[attention])
         shutil.rmtree(backup.backup_dir)
     os.makedirs(root_dir, exist_ok=True)
-    json_files.write_json(results_path, dict(results, settings=json_files.strict_json_value(
-        dict(settings, attentions=list(attentions)))))  # NaN as null; a re-run re-uses it
+    # NaN as null; a re-run with the same settings re-uses the file.
+    json_files.write_json(results_path, dict(results, settings=finished_settings))
     json_files.write_text(os.path.join(root_dir, "results.md"), results_table(results))
     state.clear()
     return results
