@@ -161,8 +161,9 @@ def _extra_requirements(extras):
 
 def _dry_run(requirements, tmp_path):
     import subprocess
+    import tempfile
 
-    report = tmp_path / "report.json"
+    report = pathlib.Path(tempfile.mkdtemp(dir=tmp_path)) / "report.json"
     result = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
          "--python-version", COLAB_PYTHON, "--only-binary=:all:", "--report", str(report),
@@ -186,13 +187,21 @@ def test_notebook_install_cells_resolve_for_colab_python(tmp_path):
     if probe.returncode != 0:
         pytest.skip(f"no index serves {COLAB_TENSORFLOW} for Python {COLAB_PYTHON} here "
                     f"(offline?): {probe.stderr.strip().splitlines()[-1:]}")
+    import concurrent.futures
+
     lines = {tuple(install_lines(path)) for path in NOTEBOOKS}
     assert lines, NOTEBOOKS
-    for line in sorted(lines):
+
+    def resolve(line):
         extras = re.findall(r"\[([\w,]+)\]", line[0])
         extras = extras[0].split(",") if extras else []
         colab = [] if "rl" in extras else [COLAB_TENSORFLOW]
-        result, installed = _dry_run(_extra_requirements(extras) + colab, tmp_path)
+        return colab, _dry_run(_extra_requirements(extras) + colab, tmp_path)
+
+    # The resolutions wait mostly on the index: side by side, not one after the other.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(lines)) as pool:
+        resolved = dict(zip(sorted(lines), pool.map(resolve, sorted(lines)), strict=True))
+    for line, (colab, (result, installed)) in resolved.items():
         assert result.returncode == 0, (line, result.stderr[-3000:])
         if colab:  # Colab's TensorFlow stays
             assert installed.get("tensorflow") == COLAB_TENSORFLOW.split("==")[1], installed

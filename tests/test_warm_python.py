@@ -128,6 +128,36 @@ def test_a_server_whose_command_still_runs_is_not_stopped_for_another(monkeypatc
     assert running.wait(timeout=30) == -signal.SIGKILL
 
 
+@pytest.mark.subprocess
+def test_a_preloaded_module_is_imported_and_what_it_sets_in_the_environment_is_set(tmp_path):
+    # As the TF-Agents trainer sets TF_USE_LEGACY_KERAS when it is imported: a cold command that
+    # imports the module first sees the variable, and so does a child of a server that preloaded it.
+    (tmp_path / "sets_a_variable.py").write_text(
+        "import os\nos.environ['WARM_PYTHON_SET_BY_IMPORT'] = 'set'\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    show = ("import os, sys; print('sets_a_variable' in sys.modules, 'keras' in sys.modules, "
+            "os.environ.get('WARM_PYTHON_SET_BY_IMPORT'))")
+    warm = warm_python.run([sys.executable, "-c", show], capture_output=True, text=True,
+                           env=env, check=True, preload=("sets_a_variable",))
+    assert warm.stdout.split() == ["True", "False", "set"]
+    cold = subprocess.run([sys.executable, "-c", "import sets_a_variable; " + show],
+                          capture_output=True, text=True, env=env, check=True)
+    assert cold.stdout == warm.stdout
+    # The default server (Keras preloaded) is another one: the module is not there.
+    default = warm_python.run([sys.executable, "-c", show], capture_output=True, text=True,
+                              env=env, check=True)
+    assert default.stdout.split() == ["False", "True", "None"]
+
+
+@pytest.mark.subprocess
+def test_a_preload_that_fails_names_the_module_and_a_bad_preload_is_refused():
+    with pytest.raises(RuntimeError, match="failed to import no_such_module_here"):
+        warm_python.run([sys.executable, "-c", "pass"], preload=("no_such_module_here",))
+    for bad in ("keras", ()):
+        with pytest.raises(ValueError, match="`preload`"):
+            warm_python.run([sys.executable, "-c", "pass"], preload=bad)
+
+
 def test_commands_it_cannot_run_warm_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="only this interpreter"):
         warm_python.run(["/bin/echo", "hello"])

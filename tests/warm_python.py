@@ -3,8 +3,9 @@
 Every binary the kill, resume and smoke tests start imports Keras, and with it TensorFlow (or
 JAX): seconds before the first line of our code runs (``benchmarks/import_time.py``). A fork
 server (a "zygote", as browsers and Android call it) pays that once: it starts with the caller's
-environment, imports ``keras`` and nothing of ours, and forks a child for
-each command. The child sets up what a fresh interpreter would have (argv, ``sys.path``, the
+environment, imports ``keras`` and nothing of ours (or, with ``preload``, the first heavy module
+a command imports: the TF-Agents trainer, ``TF_AGENTS_PRELOAD``), and forks a child for each
+command. The child sets up what a fresh interpreter would have (argv, ``sys.path``, the
 environment, the working directory, the standard streams, signal handlers, a fresh NumPy seed)
 and runs the module, script or ``-c`` code as ``__main__``; it is a real process of its own, so
 SIGKILL, exit statuses and sessions behave as with :mod:`subprocess`.
@@ -14,8 +15,10 @@ that import Keras anyway (our training binaries); tests of what a fresh interpre
 import time, or of processes without Keras keep :mod:`subprocess`. One difference is left:
 children of one server share its hash seed (``PYTHONHASHSEED``), which a cold start draws anew.
 
-A server is keyed by the command's environment (less the variables that change per test and are
-read later); a command with another environment gets its own server. Each pytest worker keeps at
+A server is keyed by its preloaded modules and the command's environment (less the variables that
+change per test and are read later); a command with another environment gets its own server. The
+variables the preloaded imports set (``TF_USE_LEGACY_KERAS``) are set in each child, as the same
+import would set them in a cold process. Each pytest worker keeps at
 most ``_MAX_SERVERS`` servers and stops them when it exits.
 """
 
@@ -36,6 +39,10 @@ DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
 
 _MAX_SERVERS = 3
+DEFAULT_PRELOAD = ("keras",)
+# The TF-Agents trainer: importing it sets TF_USE_LEGACY_KERAS before TensorFlow is imported,
+# as its binaries do (train_boxworld --trainer=tf_agents).
+TF_AGENTS_PRELOAD = ("keras_relational.agents.tf_agents.train_eval",)
 _SERVER_START_TIMEOUT = 600
 # Any environment variable may be read while Keras and its backend are imported (TensorFlow reads
 # TF_*, protobuf PROTOCOL_BUFFERS_*, Python its own): a command whose environment differs gets a
@@ -49,12 +56,19 @@ _OPTIONS = ("-P", "-u")
 _SERVER_CODE = r'''
 import array, json, os, signal, socket, sys
 control = socket.socket(fileno=int(sys.argv[1]))
+before = dict(os.environ)
 try:
-    import keras  # the point of the server: what every command would import first
+    import importlib
+    for name in json.loads(sys.argv[2]):  # the point of the server: what a command imports first
+        importlib.import_module(name)
     import numpy
 except BaseException as error:
     control.send(json.dumps({"error": repr(error)}).encode())
     raise
+# What the imports set in the environment (the TF-Agents trainer sets TF_USE_LEGACY_KERAS as it is
+# imported): a cold command has it from the same import, so the children get it too.
+preload_environment = {name: value for name, value in os.environ.items()
+                       if before.get(name) != value}
 wakeup_read, wakeup_write = os.pipe()
 os.set_blocking(wakeup_write, False)
 signal.set_wakeup_fd(wakeup_write)
@@ -80,6 +94,7 @@ def become(request, fds):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    os.environ.update(preload_environment)
     import io, runpy, tempfile, threading
     tempfile.tempdir = None  # from this process's TMPDIR
     numpy.random.seed()  # a cold start draws NumPy's global seed anew
@@ -203,19 +218,22 @@ while True:
 '''
 
 
-def _key(env):
-    return tuple(sorted((name, value) for name, value in env.items()
-                        if name not in _UNKEYED and not name.startswith(_UNKEYED_PREFIX)))
+def _key(env, preload):
+    return tuple(preload), tuple(sorted(
+        (name, value) for name, value in env.items()
+        if name not in _UNKEYED and not name.startswith(_UNKEYED_PREFIX)))
 
 
 class _Server:
-    """One warm interpreter, started with one environment, serving this test process."""
+    """One warm interpreter, started with one environment and its preloaded modules, serving
+    this test process."""
 
-    def __init__(self, env):
+    def __init__(self, env, preload):
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = open(os.devnull, "wb")  # noqa: SIM115 - the server writes only import noise
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-c", _SERVER_CODE, str(theirs.fileno())],
+            [sys.executable, "-P", "-c", _SERVER_CODE, str(theirs.fileno()),
+             json.dumps(list(preload))],
             env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
             pass_fds=(theirs.fileno(),), cwd=os.getcwd())
         theirs.close()
@@ -224,8 +242,8 @@ class _Server:
         self.control.settimeout(None)
         if "error" in reply:
             self.stop()
-            raise RuntimeError(f"tests/warm_python.py: the fork server failed to import Keras "
-                               f"with this environment: {reply['error']}")
+            raise RuntimeError(f"tests/warm_python.py: the fork server failed to import "
+                               f"{', '.join(preload)} with this environment: {reply['error']}")
         self.lock = threading.Lock()
         self.children = weakref.WeakSet()  # the Popen objects of its commands
 
@@ -257,8 +275,8 @@ _servers = {}  # environment key -> _Server, least recently used first
 _servers_lock = threading.Lock()
 
 
-def _server(env):
-    key = _key(env)
+def _server(env, preload):
+    key = _key(env, preload)
     with _servers_lock:
         server = _servers.pop(key, None)
         if server is None or server.process.poll() is not None:
@@ -267,7 +285,7 @@ def _server(env):
                 if len(_servers) < _MAX_SERVERS:
                     break
                 _servers.pop(idle).stop()
-            server = _Server(env)
+            server = _Server(env, preload)
         _servers[key] = server
         return server
 
@@ -301,11 +319,19 @@ def _parse(args):
 
 
 class Popen:
-    """:class:`subprocess.Popen` for a Python command, forked from a warm server."""
+    """:class:`subprocess.Popen` for a Python command, forked from a warm server.
+
+    ``preload``: the modules the server imports before it forks, in order; name the first heavy
+    module the command itself imports (the default, Keras, for the binaries; the TF-Agents
+    trainer for its commands, which must import it before Keras resolves ``tf.keras``).
+    """
 
     def __init__(self, args, stdin=None, stdout=None, stderr=None, cwd=None, env=None,
                  start_new_session=False, text=None, universal_newlines=None, encoding=None,
-                 errors=None):
+                 errors=None, preload=DEFAULT_PRELOAD):
+        if isinstance(preload, str) or not preload:
+            raise ValueError(f"tests/warm_python.py expects `preload` to be a non-empty sequence "
+                             f"of module names, received {preload!r}")
         self.args = args
         self.returncode = None
         request = _parse(args)
@@ -337,7 +363,7 @@ class Popen:
             else:
                 child_fds.append(choice.fileno())
         try:
-            server = _server(env)
+            server = _server(env, preload)
             self.pid, self._reporter = server.spawn(request, child_fds)
             server.children.add(self)
         finally:

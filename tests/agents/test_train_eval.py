@@ -8,6 +8,7 @@ import time
 
 import pytest
 import tensorboard_tags
+import warm_python
 from kill_checks import kill_after_checkpoint
 
 from keras_relational.agents.tf_agents.train_eval import train_eval
@@ -120,11 +121,16 @@ def test_resumes_after_kill_9(tmp_path):
     """A training process killed with SIGKILL resumes from its last checkpoint when restarted."""
     root = str(tmp_path / "run")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    # Both processes forked from a server that imported the TF-Agents trainer, as the binary
+    # imports it first (tests/warm_python.py).
     killed_at = kill_after_checkpoint(_train_command(root, 10_000),
                                       lambda: _checkpoint_steps(root), at_least=4, timeout=240,
-                                      poll_seconds=1, cwd=_REPO_ROOT, env=env)
-    restarted = subprocess.run(_train_command(root, killed_at + 2), cwd=_REPO_ROOT, env=env,
-                               capture_output=True, text=True, timeout=300)
+                                      poll_seconds=1, popen=warm_python.Popen,
+                                      preload=warm_python.TF_AGENTS_PRELOAD, cwd=_REPO_ROOT,
+                                      env=env)
+    restarted = warm_python.run(_train_command(root, killed_at + 2), cwd=_REPO_ROOT, env=env,
+                                capture_output=True, text=True, timeout=300,
+                                preload=warm_python.TF_AGENTS_PRELOAD)
     assert restarted.returncode == 0, restarted.stderr[-3000:]
     assert f"Resuming from {root}: train step {killed_at}" in restarted.stdout, restarted.stdout
     with open(os.path.join(root, "result.json")) as f:

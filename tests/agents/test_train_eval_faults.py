@@ -11,11 +11,11 @@ import glob
 import json
 import math
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
+import warm_python
 
 from keras_relational.agents.tf_agents import checkpoints
 from keras_relational.agents.tf_agents.learning import NonFiniteLossError
@@ -39,8 +39,9 @@ def _killed_run(root, num_iterations, kill_at):
         train_eval({root!r}, num_iterations={num_iterations}, **{_TINY!r})
     """)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
-    done = subprocess.run([sys.executable, "-c", code], cwd=_REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = warm_python.run([sys.executable, "-c", code], cwd=_REPO_ROOT, env=env,
+                           capture_output=True, text=True, timeout=600,
+                           preload=warm_python.TF_AGENTS_PRELOAD)
     assert done.returncode == -9, (done.returncode, done.stderr[-3000:])  # killed at the point
     return done.stdout
 

@@ -43,6 +43,18 @@ def test_setting_names():
     assert model == study.BASE_MODEL
     with pytest.raises(ValueError, match=r"--settings expects names from --list.*'room9'"):
         study.setting("room9")
+    hyper, _, _ = study.setting("room8/num_envs=64_minibatches=4")
+    assert (hyper["num_envs"], hyper["learner_minibatches"]) == (64, 4)
+
+
+def test_every_setting_is_a_valid_compiled_trainer_config():
+    # A misspelt or refused hyperparameter fails here, not hours into a study.
+    from keras_relational.agents.compiled.train_eval import make_config
+
+    for name in study.all_settings():
+        hyper, env_kwargs, model = study.setting(name)
+        config = make_config(None, None, env_kwargs, None, model_kwargs=model, **hyper)
+        assert all(getattr(config, key) == value for key, value in hyper.items()), name
 
 
 @pytest.mark.slow  # compiles the relational agent's update

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import warm_python
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pysc2") is None,
@@ -16,28 +17,31 @@ POLICY_CHECK = os.path.join(os.path.dirname(__file__), "sc2_policy_check.py")
 TF_AGENTS_CHECK = os.path.join(os.path.dirname(__file__), "sc2_tf_agents_check.py")
 RESUME_CHECK = os.path.join(os.path.dirname(__file__), "sc2_resume_check.py")
 SIZE = 8
+# The checks' environment: the pure-Python protobuf (pysc2's protos) from the first import on,
+# TensorFlow's Keras. Their processes fork from a server that imported Keras with it
+# (tests/warm_python.py), as each check imports Keras anyway.
+_CHECK_ENV = dict(PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python", KERAS_BACKEND="tensorflow")
+
+
+def _run_check(*args, timeout):
+    return warm_python.run([sys.executable, *args], capture_output=True, text=True,
+                           env=dict(os.environ, **_CHECK_ENV), timeout=timeout)
 
 
 def test_adapter_conformance_and_agent_on_mock_env():
-    # A fresh process: PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python must precede protobuf's import.
-    # TensorFlow runs with the pure-Python protobuf; the JAX backend builds this model ~50x slower.
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
-               KERAS_BACKEND="tensorflow")
-    result = subprocess.run([sys.executable, CHECK], capture_output=True, text=True, env=env,
-                            timeout=300)
+    # A process of its own: PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python must precede
+    # protobuf's import. TensorFlow runs with the pure-Python protobuf; the JAX backend builds
+    # this model ~50x slower.
+    result = _run_check(CHECK, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "agent ok" in result.stdout
 
 
 def test_tf_agents_train_steps_through_a_driver_on_mock_env():
     # The TF-Agents route (V-trace agent, composite target, PyDriver with the two-stage
-    # policy) on pysc2's mock, in a fresh process for the protobuf variable.
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
-               KERAS_BACKEND="tensorflow")
-    # About 25 s of CPU (TensorFlow and TF-Agents imports included); the generous limit is for
-    # a loaded machine.
-    result = subprocess.run([sys.executable, TF_AGENTS_CHECK], capture_output=True, text=True,
-                            env=env, timeout=600)
+    # policy) on pysc2's mock, in a process of its own for the protobuf variable; the generous
+    # limit is for a loaded machine.
+    result = _run_check(TF_AGENTS_CHECK, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "train step 2: loss" in result.stdout and "tf_agents ok" in result.stdout
 
@@ -45,11 +49,8 @@ def test_tf_agents_train_steps_through_a_driver_on_mock_env():
 @pytest.mark.slow
 def test_a_resumed_mock_run_ends_with_the_uninterrupted_runs_weights():
     # train_eval cut by max_seconds and resumed on pysc2's mock (its state is checkpointed),
-    # in a fresh process for the protobuf variable; about 40 s of CPU on a loaded machine.
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
-               KERAS_BACKEND="tensorflow")
-    result = subprocess.run([sys.executable, RESUME_CHECK], capture_output=True, text=True,
-                            env=env, timeout=600)
+    # in a process of its own for the protobuf variable.
+    result = _run_check(RESUME_CHECK, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Resuming from" in result.stdout and "resume ok" in result.stdout
 
