@@ -58,6 +58,9 @@ VARIATIONS = {
     "num_envs=64": dict(num_envs=64),
     "num_envs=128": dict(num_envs=128),
     "unroll_length=40": dict(unroll_length=40),
+    # 64 environments act, the learner takes 4 gradient steps of 16 trajectories each
+    # (learner_minibatches): 4 times the steps of num_envs=64 per frame, at the same acting batch.
+    "num_envs=64_minibatches=4": dict(num_envs=64, learner_minibatches=4),
     "rmsprop_2e-4": dict(optimizer="rmsprop", learning_rate=2e-4),  # the papers' optimizer
     "rmsprop_1e-3": dict(optimizer="rmsprop", learning_rate=1e-3),
     "adam_3e-4": dict(learning_rate=3e-4),
