@@ -61,6 +61,9 @@ VARIATIONS = {
     # 64 environments act, the learner takes 4 gradient steps of 16 trajectories each
     # (learner_minibatches): 4 times the steps of num_envs=64 per frame, at the same acting batch.
     "num_envs=64_minibatches=4": dict(num_envs=64, learner_minibatches=4),
+    # ... and each unroll learned from twice (learner_epochs): 8 gradient steps per unroll.
+    "num_envs=64_minibatches=4_epochs=2": dict(num_envs=64, learner_minibatches=4,
+                                               learner_epochs=2),
     "rmsprop_2e-4": dict(optimizer="rmsprop", learning_rate=2e-4),  # the papers' optimizer
     "rmsprop_1e-3": dict(optimizer="rmsprop", learning_rate=1e-3),
     "adam_3e-4": dict(learning_rate=3e-4),

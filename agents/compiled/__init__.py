@@ -9,7 +9,8 @@ TF-Agents under JAX, and importing it has no side effect. It builds on the share
 like acme's IMPALA agent, one concern a module:
 
 * ``config``: :class:`CompiledConfig`, the core's ``TrainConfig`` (the shared hyperparameters)
-  plus the level source and banks, updates per call, learner minibatches and devices.
+  plus the level source and banks, updates per call, learner minibatches and epochs, and
+  devices.
 * ``backend``: compiling a function and taking gradients, the two backend-specific parts.
 * ``acting``: the network's forward pass and actions sampled with ``keras.random``.
 * ``learning``: the V-trace loss and a step of a Keras optimizer's stateless API.

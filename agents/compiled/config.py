@@ -3,7 +3,8 @@
 Every field of :class:`keras_relational.agents.config.TrainConfig`, the settings both trainers
 share, means the same here (learning rate, costs, num_envs, unroll length, intervals,
 evaluation, ...), one source of defaults; this subclass adds what only the compiled loop has:
-where its levels come from, the bank size, updates per call, learner minibatches and devices.
+where its levels come from, the bank size, updates per call, learner minibatches and epochs,
+and devices.
 It trains V-trace in one process, so TF-Agents' settings (``TFAgentsConfig``'s algorithm,
 actors, Ray) have no field here.
 
@@ -48,6 +49,11 @@ class CompiledConfig(TrainConfig):
         "environments act per unroll while the learner batch stays a setting (IMPALA's; "
         "V-trace corrects the later minibatches' policy lag). 1: one step on the whole unroll. "
         "Must divide num_envs.")
+    learner_epochs: int = _field(
+        1, "Passes the learner makes over each unroll (each pass its learner_minibatches "
+        "steps): more gradient steps per frame, on experience the policy has moved away from "
+        "since it acted (V-trace's clipped importance weights correct it; Espeholt et al. 2018, "
+        "Sec. 4.2; as PPO's epochs, Schulman et al. 2017). 1: each unroll is learned from once.")
     updates_per_call: int = _field(
         1, "Updates each compiled call runs, one after the other on the device (a scan over "
         "updates), their scalars read by the host in one transfer: fewer host round trips and "
@@ -74,6 +80,7 @@ class CompiledConfig(TrainConfig):
                 f"* updates_per_call), received level_bank_size={self.level_bank_size}.")
         validation.check_positive_int("CompiledConfig", "learner_minibatches",
                                       self.learner_minibatches)
+        validation.check_positive_int("CompiledConfig", "learner_epochs", self.learner_epochs)
         if self.num_envs % self.learner_minibatches:
             raise ValueError(
                 f"CompiledConfig expects `learner_minibatches` (--learner_minibatches) to divide "

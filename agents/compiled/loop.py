@@ -31,7 +31,8 @@ unroll's steps the episodes finished, those solved, the sum of their returns and
 started."""
 
 
-# LossInfo fields that are sums over an unroll's transitions: summed over learner minibatches.
+# LossInfo fields that are sums over an unroll's transitions: summed over learner minibatches
+# (and averaged over learner epochs, passes over the same transitions).
 _SUMMED = ("loss", "policy_gradient_loss", "value_loss", "entropy", "reward_sum", "transitions")
 
 
@@ -182,17 +183,20 @@ class CompiledLoop:
 
         With ``learner_minibatches = K > 1`` K gradient steps, one after the other, each on the
         trajectories of every K-th environment (minibatch ``i``: environments ``i, i + K, ...``,
-        so each spreads across the devices); the LossInfo sums the minibatches' sums, takes the
-        largest reward and the smallest ``finite_parameters`` and averages the rest.
+        so each spreads across the devices); with ``learner_epochs = E > 1`` those K steps E
+        times over, the same minibatches in the same order. The LossInfo sums the minibatches'
+        sums (averaged over the epochs), takes the largest reward and the smallest
+        ``finite_parameters`` and averages the rest over every step.
         """
-        minibatches = self.config.learner_minibatches
-        if minibatches == 1:
+        minibatches, epochs = self.config.learner_minibatches, self.config.learner_epochs
+        if minibatches == 1 and epochs == 1:
             return self.learner.update(params, optimizer_variables, unroll)
 
-        def split(x):  # [T(+1), B, ...] -> [K, T(+1), B / K, ...]: every K-th environment
+        def split(x):  # [T(+1), B, ...] -> [E * K, T(+1), B / K, ...]: every K-th environment
             x = keras.ops.reshape(x, (x.shape[0], x.shape[1] // minibatches, minibatches,
                                       *x.shape[2:]))
-            return keras.ops.moveaxis(x, 2, 0)
+            x = keras.ops.moveaxis(x, 2, 0)
+            return keras.ops.concatenate([x] * epochs, axis=0) if epochs > 1 else x
 
         def step(carry, minibatch):
             params, optimizer_variables = carry
@@ -203,7 +207,7 @@ class CompiledLoop:
         (params, optimizer_variables), infos = backend.scan_over(
             step, (params, optimizer_variables), tuple(split(x) for x in unroll))
         infos = LossInfo(*infos)
-        combined = {name: (keras.ops.sum(value, axis=0) if name in _SUMMED else
+        combined = {name: (keras.ops.sum(value, axis=0) / epochs if name in _SUMMED else
                            keras.ops.max(value, axis=0) if name == "reward_max" else
                            keras.ops.min(value, axis=0) if name == "finite_parameters" else
                            keras.ops.mean(value, axis=0))

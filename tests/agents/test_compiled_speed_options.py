@@ -51,11 +51,12 @@ def test_config_rejects_bad_speed_options_naming_the_flag(fields, message):
         CompiledConfig(**fields)
 
 
-def _loop(learner_minibatches, num_envs=4, updates_per_call=1):
+def _loop(learner_minibatches, num_envs=4, updates_per_call=1, learner_epochs=1):
     config = compiled_train_eval.make_config(
         env_kwargs=dict(_LEVELS, max_steps=2), num_envs=num_envs, unroll_length=3,
         model_kwargs=_MODEL, learner_minibatches=learner_minibatches, reward_scale=0.1,
-        updates_per_call=updates_per_call, num_iterations=6, checkpoint_interval=6)
+        updates_per_call=updates_per_call, num_iterations=6, checkpoint_interval=6,
+        learner_epochs=learner_epochs)
     environment = compiled_train_eval.tensor_environment(config.environment)
     spec = environment.observation_spec()
     keras.utils.set_random_seed(0)
@@ -102,6 +103,41 @@ def test_learner_minibatches_are_steps_on_every_kth_environment_in_turn():
     (one_step, _), _, _ = compiled.learner.update(params, optimizer, unroll)
     assert not all(np.allclose(a, b) for a, b in zip(_numpy(trainable), _numpy(one_step),
                                                      strict=True))
+
+
+def test_learner_epochs_are_the_minibatch_steps_again_on_the_same_unroll():
+    compiled, state, bank = _loop(learner_minibatches=2, learner_epochs=2)
+    _, unroll, _ = compiled._unroll(state, bank)
+    params, optimizer = (state["trainable"], state["non_trainable"]), state["optimizer"]
+    (trainable, _), _, info = compiled.learn(params, optimizer, unroll)
+
+    expected_params, expected_optimizer, infos = params, optimizer, []
+    for _ in range(2):  # each epoch: minibatch 0 (environments 0, 2), then 1 (1, 3)
+        for i in range(2):
+            minibatch = Unroll(*(keras.ops.convert_to_numpy(x)[:, i::2] for x in unroll))
+            expected_params, expected_optimizer, step_info = compiled.learner.update(
+                expected_params, expected_optimizer, minibatch)
+            infos.append(step_info)
+    for got, want in zip(_numpy(trainable), _numpy(expected_params[0]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+    def value(x):
+        return float(keras.ops.convert_to_numpy(x))
+
+    # Sums over the unroll's transitions: one pass's worth (the four steps' sum over 2 epochs);
+    # the transitions are the unroll's, once.
+    np.testing.assert_allclose(value(info.loss), sum(value(i.loss) for i in infos) / 2,
+                               rtol=1e-5)
+    assert value(info.transitions) == value(infos[0].transitions) + value(infos[1].transitions)
+    np.testing.assert_allclose(value(info.gradient_norm),
+                               np.mean([value(i.gradient_norm) for i in infos]), rtol=1e-5)
+    # The second pass learned more: the weights are not those of one pass.
+    one_pass, _, _ = _loop(learner_minibatches=2)
+    (once, _), _, _ = one_pass.learn(params, optimizer, unroll)
+    assert not all(np.allclose(a, b) for a, b in zip(_numpy(trainable), _numpy(once),
+                                                     strict=True))
+    with pytest.raises(ValueError, match="`learner_epochs` to be a positive integer"):
+        CompiledConfig(learner_epochs=0)
 
 
 def test_several_updates_per_call_are_those_updates_one_call_each():
