@@ -388,6 +388,14 @@ RESUME_RETIRED = {
 }
 
 
+# Settings that runs started before they existed did not record, and the value those runs
+# trained with (the option's default): such a run resumes as if it had recorded it.
+RESUME_INTRODUCED = {
+    "tf_agents": {},
+    "compiled": {"learner_epochs": 1},
+}
+
+
 def resume_settings(config):
     """The settings of a run (``{name: JSON value}``) that a resume compares: ``config``'s fields,
     the levels' and the network's arguments under their own names (evaluation levels left out:

@@ -108,12 +108,15 @@ def _same(old, new):
 
 
 def check_and_record(root_dir, settings, optimizer=(), free=(), allow_changed=False,
-                     flag_names=None, warn=print, retired=()):
+                     flag_names=None, warn=print, retired=(), introduced=None):
     """Records ``settings`` (``{name: JSON value}``) in ``root_dir``, or checks them against
     those recorded there (and records the new values of ``free`` and allowed ones); returns
     ``{name: (old, new)}`` of the allowed changes. ``retired`` names settings that earlier
     versions recorded and this one no longer has (a field moved to another trainer's config):
-    recorded but absent from ``settings``, they are not compared.
+    recorded but absent from ``settings``, they are not compared. ``introduced`` maps settings
+    that earlier versions did not have to the value those versions ran with (a new option's
+    default): a run that did not record one compares as if it had recorded that value, so a run
+    started before the option existed resumes with the default and refuses another value.
 
     Raises:
         SettingsError: a setting other than ``free`` ones differs (``optimizer`` ones are allowed
@@ -130,6 +133,9 @@ def check_and_record(root_dir, settings, optimizer=(), free=(), allow_changed=Fa
                 record = json.load(f)
             recorded = {k: v for k, v in record["settings"].items() if k not in free
                         and not (k in retired and k not in settings)}
+            for name, value in (introduced or {}).items():
+                if name not in record["settings"] and name not in free:
+                    recorded[name] = value
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise SettingsError(
                 f"The settings of the run in {root_dir} ({path}) cannot be read "
@@ -179,7 +185,8 @@ def changed(name=None):
     return changes if name is None else changes.get(name)
 
 
-def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, retired=()):
+def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, retired=(),
+              introduced=None):
     """Decorates a ``train_eval(root_dir, ...)``: each call holds ``root_dir``'s lock and checks
     (or records) the run's settings before the body runs; adds the keyword argument
     ``allow_changed_hyperparameters`` (default False).
@@ -193,6 +200,8 @@ def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, 
         flag_names: ``{setting: flag}`` where a setting comes from a flag of another name.
         retired: settings that earlier versions recorded and this one no longer has
             (:func:`check_and_record`).
+        introduced: ``{setting: value}``, settings earlier versions did not record and the
+            value they ran with (:func:`check_and_record`).
     """
     def decorate(function):
         signature = inspect.signature(function)
@@ -216,7 +225,7 @@ def resumable(settings=None, optimizer=(), free=(), ignore=(), flag_names=None, 
                 fresh = not os.path.exists(settings_path(root_dir))
                 changes = check_and_record(root_dir, values, optimizer, free,
                                            allow_changed_hyperparameters, flag_names, warn,
-                                           retired)
+                                           retired, introduced)
                 token = _changes.set(changes)
                 try:
                     return function(*args, **kwargs)

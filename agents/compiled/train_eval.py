@@ -75,7 +75,8 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     settings=lambda arguments: config_lib.resume_settings(make_config(**{
         k: v for k, v in arguments.items() if k != "print_fn"})),
     optimizer=config_lib.RESUME_OPTIMIZER, free=config_lib.RESUME_FREE,
-    flag_names=config_lib.RESUME_FLAG_NAMES, retired=config_lib.RESUME_RETIRED["compiled"])
+    flag_names=config_lib.RESUME_FLAG_NAMES, retired=config_lib.RESUME_RETIRED["compiled"],
+    introduced=config_lib.RESUME_INTRODUCED["compiled"])
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld with the compiled loop, evaluates it and exports it.

@@ -28,6 +28,7 @@ from keras_relational.agents.config import (
     OPTIMIZERS,  # noqa: F401
     RESUME_FLAG_NAMES,
     RESUME_FREE,
+    RESUME_INTRODUCED,
     RESUME_RETIRED,
     TFAgentsConfig,
     preset_environment,
@@ -72,7 +73,7 @@ def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=Non
     settings=lambda arguments: resume_settings(make_config(**{
         k: v for k, v in arguments.items() if k != "print_fn"})),
     optimizer=(), free=RESUME_FREE, flag_names=RESUME_FLAG_NAMES,
-    retired=RESUME_RETIRED["tf_agents"])
+    retired=RESUME_RETIRED["tf_agents"], introduced=RESUME_INTRODUCED["tf_agents"])
 def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                print_fn=print, **hyperparameters):
     """Trains an agent on BoxWorld, evaluates it and exports its policy.

@@ -11,6 +11,7 @@ from keras_relational import environments, run_settings
 from keras_relational.agents import presets
 from keras_relational.agents.compiled.config import CompiledConfig
 from keras_relational.agents.config import (
+    RESUME_INTRODUCED,
     RESUME_RETIRED,
     TFAgentsConfig,
     TrainConfig,
@@ -164,3 +165,32 @@ def test_a_run_recorded_before_the_split_resumes(tmp_path, trainer):
     changed = resume_settings(dataclasses.replace(config, num_envs=8))
     with pytest.raises(run_settings.SettingsError, match="--num_envs: 4 in the run, 8 now"):
         run_settings.check_and_record(str(tmp_path), changed, retired=retired)
+
+
+@pytest.mark.parametrize("trainer", ["tf_agents", "compiled"])
+def test_a_run_recorded_before_an_option_existed_resumes_with_its_default(tmp_path, trainer):
+    """A run started before an option existed did not record it: it resumes where the option
+    has the value those runs trained with (its default), and refuses another, naming it."""
+    introduced = RESUME_INTRODUCED[trainer]
+    config_class = presets.config_class(trainer)
+    defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
+    for name, value in introduced.items():
+        assert defaults[name] == value, (name, defaults[name], value)
+    if not introduced:
+        return
+    config = config_class(num_envs=4)
+    settings = resume_settings(config)
+    old_record = {k: v for k, v in settings.items() if k not in introduced}
+    run_settings.check_and_record(str(tmp_path / "run"), old_record)
+    run_settings.check_and_record(str(tmp_path / "run"), settings, introduced=introduced)
+    name = next(iter(introduced))
+    other = resume_settings(dataclasses.replace(config, **{name: introduced[name] + 1}))
+    run_settings.check_and_record(str(tmp_path / "other"), old_record)
+    with pytest.raises(run_settings.SettingsError,
+                       match=f"--{name}: {introduced[name]} in the run, "
+                             f"{introduced[name] + 1} now"):
+        run_settings.check_and_record(str(tmp_path / "other"), other, introduced=introduced)
+    # Without the mapping the option looks changed (null in the run): what it fixes.
+    run_settings.check_and_record(str(tmp_path / "third"), old_record)
+    with pytest.raises(run_settings.SettingsError, match=f"--{name}: null in the run"):
+        run_settings.check_and_record(str(tmp_path / "third"), settings)
