@@ -392,7 +392,7 @@ RESUME_RETIRED = {
 # trained with (the option's default): such a run resumes as if it had recorded it.
 RESUME_INTRODUCED = {
     "tf_agents": {},
-    "compiled": {"learner_epochs": 1},
+    "compiled": {"learner_epochs": 1, "initial_weights": None},
 }
 
 

@@ -64,6 +64,11 @@ VARIATIONS = {
     # ... and each unroll learned from twice (learner_epochs): 8 gradient steps per unroll.
     "num_envs=64_minibatches=4_epochs=2": dict(num_envs=64, learner_minibatches=4,
                                                learner_epochs=2),
+    # A curriculum: 64 environments, the network starting from the trained agent of the
+    # room8/num_envs=64 run under the same --root (its keras_model.keras; initial_weights).
+    "num_envs=64_from_room8": dict(num_envs=64, initial_weights_from="room8/num_envs=64"),
+    # ... from the trained agent of the demo setting's run (room 6, 32 environments).
+    "num_envs=64_from_demo": dict(num_envs=64, initial_weights_from="demo"),
     "rmsprop_2e-4": dict(optimizer="rmsprop", learning_rate=2e-4),  # the papers' optimizer
     "rmsprop_1e-3": dict(optimizer="rmsprop", learning_rate=1e-3),
     "adam_3e-4": dict(learning_rate=3e-4),
@@ -139,11 +144,22 @@ def finished(rows, args):
                            or rows[-1]["frames"] >= args.max_frames)
 
 
+def initial_weights(root, hyper):
+    """``hyper`` with ``initial_weights_from`` (a setting name) replaced by ``initial_weights``:
+    the trained agent of that setting's run under ``root``."""
+    hyper = dict(hyper)
+    source = hyper.pop("initial_weights_from", None)
+    if source is not None:
+        hyper["initial_weights"] = os.path.join(_directory(root, source), "keras_model.keras")
+    return hyper
+
+
 def train_piece(root, name, args):
     """One piece (at most ``args.piece_seconds``) of the run of setting ``name``."""
     from keras_relational.agents.compiled import train_eval
 
     hyper, env_kwargs, model = setting(name)
+    hyper = initial_weights(root, hyper)
     frames_per_update = hyper["num_envs"] * hyper["unroll_length"]
     train_eval.train_eval(
         _directory(root, name), env_kwargs=env_kwargs, model_kwargs=model,

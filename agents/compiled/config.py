@@ -4,7 +4,7 @@ Every field of :class:`keras_relational.agents.config.TrainConfig`, the settings
 share, means the same here (learning rate, costs, num_envs, unroll length, intervals,
 evaluation, ...), one source of defaults; this subclass adds what only the compiled loop has:
 where its levels come from, the bank size, updates per call, learner minibatches and epochs,
-and devices.
+devices, and initial weights.
 It trains V-trace in one process, so TF-Agents' settings (``TFAgentsConfig``'s algorithm,
 actors, Ray) have no field here.
 
@@ -54,6 +54,13 @@ class CompiledConfig(TrainConfig):
         "steps): more gradient steps per frame, on experience the policy has moved away from "
         "since it acted (V-trace's clipped importance weights correct it; Espeholt et al. 2018, "
         "Sec. 4.2; as PPO's epochs, Schulman et al. 2017). 1: each unroll is learned from once.")
+    initial_weights: str | None = _field(
+        None, "A Keras model file (.keras: another run's keras_model.keras) whose weights start "
+        "a new run's network, layer by layer, instead of fresh ones: a curriculum (the Box-World "
+        "agents' weights do not depend on the room's size, so a smaller room's trained agent "
+        "can start a larger room's run) or a fine-tune. Its weights must have the network's "
+        "shapes. A resumed run restores its checkpoint and does not read it. None: fresh "
+        "weights.")
     updates_per_call: int = _field(
         1, "Updates each compiled call runs, one after the other on the device (a scan over "
         "updates), their scalars read by the host in one transfer: fewer host round trips and "
@@ -81,6 +88,12 @@ class CompiledConfig(TrainConfig):
         validation.check_positive_int("CompiledConfig", "learner_minibatches",
                                       self.learner_minibatches)
         validation.check_positive_int("CompiledConfig", "learner_epochs", self.learner_epochs)
+        if self.initial_weights is not None and (
+                not isinstance(self.initial_weights, str)
+                or not self.initial_weights.endswith(".keras")):
+            raise ValueError(
+                f"CompiledConfig expects `initial_weights` (--initial_weights) to be None or the "
+                f"path of a .keras model file, received {self.initial_weights!r}.")
         if self.num_envs % self.learner_minibatches:
             raise ValueError(
                 f"CompiledConfig expects `learner_minibatches` (--learner_minibatches) to divide "

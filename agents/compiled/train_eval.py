@@ -59,6 +59,32 @@ def build_loop(config):
     return environment, model, loop.CompiledLoop(environment, model, optimizer, config)
 
 
+def load_initial_weights(model, path):
+    """Sets ``model``'s weights to those of the Keras model file ``path`` (``initial_weights``),
+    after checking that they are as many and of the same shapes, in order."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"`initial_weights` (--initial_weights): no file {path!r}.")
+    import keras
+
+    import keras_relational.layers  # noqa: F401  (registers the layers the file names)
+    import keras_relational.models  # noqa: F401
+
+    source = keras.saving.load_model(path, compile=False)
+    if len(source.weights) != len(model.weights):
+        raise ValueError(
+            f"`initial_weights` (--initial_weights): {path} holds {len(source.weights)} weights, "
+            f"the network {len(model.weights)}: another architecture (agent or network "
+            f"arguments).")
+    for index, (theirs, ours) in enumerate(zip(source.weights, model.weights, strict=True)):
+        if tuple(theirs.shape) != tuple(ours.shape):
+            raise ValueError(
+                f"`initial_weights` (--initial_weights): weight {index} of {path} "
+                f"({theirs.path}) has shape {tuple(theirs.shape)}, the network's "
+                f"({ours.path}) {tuple(ours.shape)}: another architecture (agent or network "
+                f"arguments).")
+    model.set_weights(source.get_weights())
+
+
 def make_config(config=None, env_name=None, env_kwargs=None, eval_env_kwargs=None,
                 **hyperparameters):
     """A :class:`CompiledConfig` from ``config`` (None: the defaults; another trainer's config
@@ -95,6 +121,9 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     environment, model, compiled = build_loop(config)
     optimizer = compiled.optimizer
 
+    if config.initial_weights is not None and not checkpointing.checkpoints(root_dir):
+        load_initial_weights(model, config.initial_weights)
+        print_fn(f"Initial weights from {config.initial_weights}")
     banks = levels.LevelBanks.for_config(environment, config)
     state = compiled.initial_state(banks.bank)
     banks.record(config.num_envs)  # reset started levels 0..num_envs-1

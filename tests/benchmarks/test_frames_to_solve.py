@@ -53,6 +53,12 @@ def test_every_setting_is_a_valid_compiled_trainer_config():
 
     for name in study.all_settings():
         hyper, env_kwargs, model = study.setting(name)
+        source = hyper.get("initial_weights_from")
+        hyper = study.initial_weights("/runs", hyper)
+        if source is not None:  # another setting's run under the same root: its trained agent
+            study.setting(source)
+            assert hyper["initial_weights"] == (
+                f"/runs/{source.replace('/', '__')}/keras_model.keras")
         config = make_config(None, None, env_kwargs, None, model_kwargs=model, **hyper)
         assert all(getattr(config, key) == value for key, value in hyper.items()), name
 
