@@ -323,6 +323,8 @@ def main():
     names = [n.strip() for n in args.settings.split(",") if n.strip()]
     for name in names:
         setting(name)  # a bad name fails before any training
+    # The results' folder exists before the first piece, not after the last.
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     started = time.perf_counter()
     while not args.no_train:
         pending = [n for n in names if not finished(_rows(args.root, n), args)]
