@@ -18,8 +18,8 @@ children of one server share its hash seed (``PYTHONHASHSEED``), which a cold st
 A server is keyed by its preloaded modules and the command's environment (less the variables that
 change per test and are read later); a command with another environment gets its own server. The
 variables the preloaded imports set (``TF_USE_LEGACY_KERAS``) are set in each child, as the same
-import would set them in a cold process. Each pytest worker keeps at
-most ``_MAX_SERVERS`` servers and stops them when it exits.
+import would set them in a cold process. Each pytest worker keeps at most ``_MAX_SERVERS``
+servers and stops them when it exits.
 """
 
 import array
@@ -271,7 +271,7 @@ class _Server:
         self.log.close()
 
 
-_servers = {}  # environment key -> _Server, least recently used first
+_servers = {}  # (preload, environment) key -> _Server, least recently used first
 _servers_lock = threading.Lock()
 
 

@@ -192,11 +192,12 @@ class CompiledLoop:
         if minibatches == 1 and epochs == 1:
             return self.learner.update(params, optimizer_variables, unroll)
 
-        def split(x):  # [T(+1), B, ...] -> [E * K, T(+1), B / K, ...]: every K-th environment
+        def split(x):  # [T(+1), B, ...] -> [K, T(+1), B / K, ...]: every K-th environment
             x = keras.ops.reshape(x, (x.shape[0], x.shape[1] // minibatches, minibatches,
                                       *x.shape[2:]))
-            x = keras.ops.moveaxis(x, 2, 0)
-            return keras.ops.concatenate([x] * epochs, axis=0) if epochs > 1 else x
+            return keras.ops.moveaxis(x, 2, 0)
+
+        minibatched = tuple(split(x) for x in unroll)
 
         def step(carry, minibatch):
             params, optimizer_variables = carry
@@ -204,8 +205,17 @@ class CompiledLoop:
                 params, optimizer_variables, Unroll(*minibatch))
             return (params, optimizer_variables), tuple(info)
 
-        (params, optimizer_variables), infos = backend.scan_over(
-            step, (params, optimizer_variables), tuple(split(x) for x in unroll))
+        def one_pass(carry, _):  # the K steps, one over each minibatch
+            return backend.scan_over(step, carry, minibatched)
+
+        if epochs == 1:
+            (params, optimizer_variables), infos = one_pass((params, optimizer_variables), None)
+        else:
+            # E passes: a scan over the passes of the scan over the minibatches, so the unroll
+            # stays in memory once (not E copies); the steps' scalars come stacked [E, K].
+            (params, optimizer_variables), infos = backend.scan(
+                one_pass, (params, optimizer_variables), epochs)
+            infos = tuple(keras.ops.reshape(value, (-1,)) for value in infos)
         infos = LossInfo(*infos)
         combined = {name: (keras.ops.sum(value, axis=0) / epochs if name in _SUMMED else
                            keras.ops.max(value, axis=0) if name == "reward_max" else
