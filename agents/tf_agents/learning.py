@@ -7,10 +7,12 @@ The V-trace loss is :mod:`keras_relational.agents.vtrace` and the agent
 in-process actor or the Ray fleet).
 """
 
+import contextlib
 import math
 import os
 
 import tensorflow as tf
+from absl import logging as absl_logging
 from tf_agents.train import interval_trigger, learner, triggers
 
 from keras_relational.agents.optimizers import make_optimizer
@@ -47,6 +49,24 @@ def make_agent(config, time_step_spec, action_spec, network, model_fn, train_ste
     return agent
 
 
+# What TF-Agents' Learner logs when it leaves the optimizer's variables to its agent.
+_DEPRECATED_INIT_LINE = "run_optimizer_variable_init = False is Deprecated"
+
+
+@contextlib.contextmanager
+def _without_log_line(message):
+    """Drops absl log records whose message is ``message`` while the block runs."""
+    def keep(record):
+        return record.getMessage() != message
+
+    logger = absl_logging.get_absl_logger()
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
 class NonFiniteLossError(FloatingPointError):
     """The loss of a train step was NaN or infinite; training stopped before checkpointing it."""
 
@@ -62,9 +82,18 @@ class GuardedLearner(learner.Learner):
     actor's state of the same step.
     """
 
-    def __init__(self, *args, actor_state=None, **kwargs):
+    def __init__(self, root_dir, train_step, agent, *args, actor_state=None, strategy=None,
+                 **kwargs):
         self._actor_state = actor_state  # before super(): its __init__ makes the trigger
-        super().__init__(*args, **kwargs)
+        if isinstance(agent, VTraceAgent):
+            # Its optimizer's variables without the Learner's trace of a whole train step on the
+            # batch spec (a tiny run's graph building, twice); before super(), which restores
+            # the checkpoint.
+            with (strategy or tf.distribute.get_strategy()).scope():
+                agent.create_optimizer_variables()
+            kwargs["run_optimizer_variable_init"] = False
+        with _without_log_line(_DEPRECATED_INIT_LINE):
+            super().__init__(root_dir, train_step, agent, *args, strategy=strategy, **kwargs)
 
     def _save_checkpoint(self):
         if self._actor_state is not None:

@@ -136,6 +136,21 @@ class VTraceAgent(tf_agent.TFAgent):
     def _initialize(self):
         return tf.no_op()
 
+    def create_optimizer_variables(self):
+        """Creates the optimizer's slot variables as its first update would: same ones, same order.
+
+        TF-Agents' ``Learner`` otherwise creates them by tracing a whole train step on the batch
+        spec (its ``run_optimizer_variable_init``): a second graph of the network and the loss
+        beside the one training runs. The optimizer builds on the variables ``_train`` passes to
+        ``apply_gradients``, in that order, so checkpoints written either way name the same slots.
+        """
+        variables = self._network.trainable_variables
+        if self._loss_scaled:  # its apply_gradients builds the inner optimizer outside any scope
+            self._optimizer.build(variables)
+            return
+        with tf.name_scope(self._optimizer.name or "optimizer"):  # as apply_gradients names them
+            self._optimizer.build(variables)
+
     def _loss_and_gradients_impl(self, experience):
         variables = self._network.trainable_variables
         # Time-major [T+1, B].

@@ -6,6 +6,8 @@ bandit, and a two-step task whose reward arrives one step after the action that 
 episodes crossing unroll boundaries. A uniform policy earns 0.25 on both.
 """
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -140,3 +142,54 @@ def test_vtrace_learns_the_right_first_action(tmp_path, delay):
     early, late = rewards[:400].mean(), rewards[-400:].mean()
     assert early < 0.5, early  # starts near the uniform policy's 0.25
     assert late > 0.9, (early, late)
+
+
+def _context_agent(optimizer_name, dtype_policy):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    env = _ContextTask(2, 0, seed=0)
+    time_step_spec = tensor_spec.from_spec(env.time_step_spec())
+    network = Keras3Network(time_step_spec.observation, _mlp)
+    train_step = train_utils.create_train_step()
+    agent = VTraceAgent(time_step_spec, tensor_spec.from_spec(env.action_spec()), network,
+                        make_optimizer(optimizer_name, 1e-3, dtype_policy, keras_module=tf.keras),
+                        train_step_counter=train_step)
+    return agent, train_step
+
+
+@pytest.mark.parametrize("optimizer_name, dtype_policy", [
+    ("rmsprop", "float32"), ("adam", "float32"), ("rmsprop", "mixed_float16")])
+def test_the_learner_makes_the_optimizer_variables_of_tf_agents_traced_train_step(
+        tmp_path, optimizer_name, dtype_policy):
+    """GuardedLearner builds the optimizer where TF-Agents' Learner traces a train step to.
+
+    Same variables in the same order (the checkpoint names them by position), and a checkpoint
+    the stock Learner wrote restores into them: runs checkpointed before resume.
+    """
+    from keras_relational.agents.tf_agents.learning import GuardedLearner
+
+    def described(agent):  # layer names differ by their counters (dense_12, dense_15)
+        return [(re.sub(r"_\d+", "", v.name), tuple(v.shape), v.dtype)
+                for v in agent._optimizer.variables]
+
+    stock_agent, stock_step = _context_agent(optimizer_name, dtype_policy)
+    unrolls = UnrollQueue(stock_agent.collect_data_spec, 2, 3)  # the batch spec traced
+    stock = learner.Learner(str(tmp_path), stock_step, stock_agent, checkpoint_interval=10**9,
+                            experience_dataset_fn=unrolls.as_dataset)
+    unrolls.close()
+    rng = np.random.default_rng(0)
+    for variable in stock_agent._optimizer.variables:
+        variable.assign(rng.random(variable.shape).astype(variable.dtype.as_numpy_dtype))
+    stock_step.assign(7)
+    stock._checkpointer.save(stock_step)
+
+    guarded_agent, guarded_step = _context_agent(optimizer_name, dtype_policy)
+    guarded_variables = len(guarded_agent._optimizer.variables)
+    GuardedLearner(str(tmp_path), guarded_step, guarded_agent, checkpoint_interval=10**9)
+    assert guarded_variables < len(stock_agent._optimizer.variables)  # the Learner made them
+    assert described(guarded_agent) == described(stock_agent)
+    assert int(guarded_step.numpy()) == 7
+    for restored, saved in zip(guarded_agent._optimizer.variables,
+                               stock_agent._optimizer.variables, strict=True):
+        np.testing.assert_array_equal(restored.numpy(), saved.numpy())
