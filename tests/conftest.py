@@ -5,10 +5,37 @@
 # docs/contributing.md) there is nothing to route, and the TF tests fail at their own imports.
 import importlib.util
 import os
+import pathlib
 
 import pytest
 
-from keras_relational.without_tensorflow import tensorflow_installed
+
+def _fast_compile_xla_flags():
+    """XLA's flags for the suite's programs: compile fast, run slow.
+
+    The suite's programs are tiny and compiled once, so XLA's compiling is most of their time
+    on a CPU: the flags of ``benchmarks/gpu_session.py --smoke``'s parts that train
+    (``SMOKE_XLA_FLAGS[True]``, level 1: at level 0 the compiled Box-World update's first gradient
+    is NaN on the CPU, and ``SMOKE_NEWER_XLA_FLAGS``), before the caller's ``XLA_FLAGS`` (the
+    last value of a flag wins). Comparisons are within tolerances or between runs of the same
+    flags. None where a GPU may run the tests (the accelerator lane, ``/dev/nvidiactl``) or
+    ``KERAS_RELATIONAL_XLA_DEFAULTS=1``: XLA's defaults there.
+    """
+    if os.environ.get("KERAS_RELATIONAL_XLA_DEFAULTS") == "1" or os.path.exists("/dev/nvidiactl"):
+        return None
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.py"
+    spec = importlib.util.spec_from_file_location("_gpu_session_flags", path)
+    gpu_session = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_session)
+    return (*gpu_session.SMOKE_XLA_FLAGS[True], *gpu_session.SMOKE_NEWER_XLA_FLAGS)
+
+
+# Before TensorFlow or JAX starts XLA; every process the tests start inherits them.
+_FAST_COMPILE = _fast_compile_xla_flags()
+if _FAST_COMPILE is not None:
+    os.environ["XLA_FLAGS"] = " ".join((*_FAST_COMPILE, *os.environ.get("XLA_FLAGS", "").split()))
+
+from keras_relational.without_tensorflow import tensorflow_installed  # noqa: E402
 
 if tensorflow_installed():
     import keras_relational.agents.tf_agents  # noqa: F401

@@ -293,7 +293,8 @@ def test_four_devices_learn_as_one_device_with_all_the_environments():
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=_REPO_ROOT, capture_output=True, text=True,
         timeout=900, env=dict(os.environ, KERAS_BACKEND="jax",
-                              XLA_FLAGS="--xla_force_host_platform_device_count=4"))
+                              XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "  # conftest's
+                                        "--xla_force_host_platform_device_count=4"))
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["devices"] == 4

@@ -373,7 +373,8 @@ def test_jax_data_parallel_over_two_cpu_devices(tmp_path):
         with open({str(out)!r}, "w") as f:
             json.dump({{"records": records, "result": result}}, f)
     """), KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2")
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "  # after tests/conftest.py's
+                  "--xla_force_host_platform_device_count=2")
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(out.read_text())
     (record,) = report["records"]
@@ -423,7 +424,8 @@ def test_data_parallel_flag_on_a_simulated_4_device_mesh_matches_one_device(tmp_
     result = _run_python(_script(_PROBE, _MESH_SCRIPT.format(
         single=str(tmp_path / "single"), mesh=str(tmp_path / "mesh"), out=str(out))),
         KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=4")
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "  # after tests/conftest.py's
+                  "--xla_force_host_platform_device_count=4")
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(out.read_text())
     assert report["mesh_shape"] == [4]
