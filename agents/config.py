@@ -374,7 +374,7 @@ def flag_fields(config_class=TrainConfig):
 RESUME_FREE = ("num_iterations", "max_seconds", "log_interval", "checkpoint_interval",
                "policy_save_interval", "eval_interval", "eval_episodes", "eval_num_envs",
                "test_presets", "num_ray_actors", "ray_address", "weight_sync_interval",
-               "jit_compile", "actor_jit_compile", "updates_per_call")
+               "jit_compile", "actor_jit_compile", "updates_per_call", "stop_solve_rate")
 RESUME_OPTIMIZER = ("learning_rate", "gradient_clip_norm")
 RESUME_FLAG_NAMES = {"head_units": "head_width"}  # train_boxworld's flag -> the network's argument
 # Settings that runs started before the config was split per trainer recorded (one class held
@@ -392,7 +392,7 @@ RESUME_RETIRED = {
 # trained with (the option's default): such a run resumes as if it had recorded it.
 RESUME_INTRODUCED = {
     "tf_agents": {},
-    "compiled": {"learner_epochs": 1, "initial_weights": None},
+    "compiled": {"learner_epochs": 1, "initial_weights": None, "stop_solve_rate": None},
 }
 
 

@@ -18,6 +18,34 @@ import math
 import os
 
 FILENAME = "curves.jsonl"
+# A row's training solve rate counts (frames to a solve rate, a run's stop_solve_rate) when it is
+# over at least this many episodes: a rate over 50 episodes is within ~7 % (one sigma at 50 %).
+MIN_EPISODES = 50
+
+
+def counted_rows(rows, min_episodes=MIN_EPISODES, log_interval=25):
+    """The curve rows whose solve rate counts: over at least ``min_episodes`` episodes, or, in
+    a row written before the curves recorded their ``episodes``, over a whole progress interval
+    (``log_interval`` updates; the first row of a run or piece covers one update)."""
+    previous_step = 0
+    for row in rows:
+        if row.get("solve_rate") is not None and (
+                row["episodes"] >= min_episodes if row.get("episodes") is not None
+                else row["step"] - previous_step >= log_interval):
+            yield row
+        previous_step = row["step"]
+
+
+def first_frames(counted, threshold):
+    """Frames of the first of the ``counted`` rows whose solve rate is at least ``threshold``
+    (None when there is none)."""
+    return next((row["frames"] for row in counted if row["solve_rate"] >= threshold), None)
+
+
+def frames_to(rows, threshold, min_episodes=MIN_EPISODES, log_interval=25):
+    """Frames of the first counted row (:func:`counted_rows`) whose training solve rate is at
+    least ``threshold``; None when there is none."""
+    return first_frames(counted_rows(rows, min_episodes, log_interval), threshold)
 
 
 def read_curve(path, warn=print):

@@ -144,6 +144,15 @@ PRESETS = {
         "relational", dict(goal_length=(1, 2), num_distractors=(0, 1), room_size=6), _NARROW,
         "ours: reduced scale for 2 CPU cores (no paper number)", num_iterations=2100,
         log_interval=25, eval_episodes=200),
+    # The CPU goal of issue 46 (docs/rl.md): room 12, goal length 1, no distractors, in one run
+    # on 2 CPU cores, by its curriculum (CURRICULA: the demo's room 6 first). The settings of
+    # benchmarks/frames_to_solve.py's room12/num_envs=64_from_demo, which reached 99 % at its
+    # first counted line (benchmarks/results/frames_to_solve_ladder_cpu.md).
+    "cpu_room12_relational_curriculum": _efficient(
+        "relational", dict(goal_length=(1,), num_distractors=(0,), room_size=12), _NARROW,
+        "ours: room 12 (goal length 1, no distractors) by a curriculum from room 6, for 2 CPU "
+        "cores; not the paper's levels or hyperparameters (no paper number)",
+        num_iterations=3000, log_interval=25, checkpoint_interval=25, eval_episodes=200),
     # Fast presets: see _FAST. The frame ceilings are the issue's goal (2e8 frames for Fig. 3)
     # and a fifth of Clift et al.'s 5.5e9 for Fig. 6; they are ceilings, not measurements.
     "zambaldi_fig3_relational_fast": _fast(
@@ -168,6 +177,32 @@ PRESETS = {
         paper=_FIG6, env="bridge", level={}, config=dict(_CLIFT, agent="clift_relational"),
         model=dict(num_blocks=2)),
 }
+
+
+# Curricula (agents/compiled/curriculum.py; `train_boxworld --trainer=compiled --preset=NAME`
+# runs them): the stages trained before a preset's own levels, in order, each a `level` and a
+# `config` over the preset's, each starting from the agent of the stage before it. The demo's
+# levels and environments (benchmarks/demo_flags.txt) until 98 % of its training episodes are
+# solved: 640,640 frames in the CPU study's demo run (frames_to_solve_ladder_cpu.md).
+CURRICULA = {
+    "cpu_room12_relational_curriculum": (
+        dict(level=dict(room_size=6), config=dict(num_envs=32, num_iterations=3000,
+                                                  stop_solve_rate=0.98)),
+    ),
+}
+
+
+def curriculum_configs(name, level=None, model=None, env_name=None, **overrides):
+    """The ``CompiledConfig`` s of preset ``name``'s curriculum: its :data:`CURRICULA` stages,
+    then the preset itself (a preset without one: the preset alone). The arguments win over
+    every stage, as in :func:`train_config`."""
+    _check_name(name)
+    stages = [train_config(name, level={**stage.get("level", {}), **(level or {})}, model=model,
+                           env_name=env_name, trainer="compiled",
+                           **{**stage.get("config", {}), **overrides})
+              for stage in CURRICULA.get(name, ())]
+    return (*stages, train_config(name, level=level, model=model, env_name=env_name,
+                                  trainer="compiled", **overrides))
 
 
 # The papers' headline numbers (fraction of levels solved), drawn as reference lines by
@@ -230,5 +265,5 @@ def describe(name):
             + ", ".join(f"{k}={v}" for k, v in settings.items()))
 
 
-__all__ = ["PRESETS", "REFERENCE_LINES", "TRAINER_CONFIGS", "config_class", "describe",
-           "train_config"]
+__all__ = ["CURRICULA", "PRESETS", "REFERENCE_LINES", "TRAINER_CONFIGS", "config_class",
+           "curriculum_configs", "describe", "train_config"]

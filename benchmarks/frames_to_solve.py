@@ -8,7 +8,10 @@ length 1-4, 0-4 distractors), with at most one axis changed: ``num_envs``, ``unr
 (the learner batch is num_envs x unroll_length transitions), optimizer and learning rate,
 ``reward_scale``, ``entropy_cost``, observation type, or the baseline agent instead of the
 relational one. ``--settings`` names them as ``<level>`` (the base) or ``<level>/<variation>``;
-``--list`` prints every name.
+``--list`` prints every name. ``preset:<name>`` is a preset of ``keras_relational.agents.presets``
+as it is, trained as ``train_boxworld --trainer=compiled --preset=<name>`` trains it: through its
+curriculum where it has one (``presets.CURRICULA``), its frames counted from the first stage's
+first frame (its thresholds on its last stage's levels).
 
 Runs are resumable: each call trains every unfinished setting for one piece of at most
 ``--piece_seconds`` (a setting is finished once its solve rate reached 98 % or its run reached
@@ -32,9 +35,10 @@ import time
 
 import results_io  # benchmarks/results_io.py, beside this script
 
+from keras_relational.agents.curves import MIN_EPISODES, counted_rows, first_frames, frames_to
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 THRESHOLDS = (0.5, 0.9, 0.98)
-MIN_EPISODES = 50  # --min_episodes: a rate over 50 episodes is within ~7 % (one sigma at 50 %)
 
 # The demo's settings (benchmarks/demo_flags.txt) under the compiled trainer.
 BASE = dict(agent="relational", optimizer="adam", learning_rate=1e-3, reward_scale=0.1,
@@ -85,14 +89,44 @@ VARIATIONS = {
 }
 
 
+# A setting named preset:<name> is a preset of keras_relational.agents.presets as it is, trained
+# as `train_boxworld --trainer=compiled --preset=<name>` trains it: through its curriculum
+# (presets.CURRICULA) where it has one, whose earlier stages' frames count.
+PRESET_PREFIX = "preset:"
+
+
 def all_settings():
-    """Every setting name: ``<level>`` and ``<level>/<variation>``."""
-    return [name for level in LEVELS
-            for name in (level, *(f"{level}/{v}" for v in VARIATIONS))]
+    """Every setting name: ``<level>``, ``<level>/<variation>`` and ``preset:<name>``."""
+    from keras_relational.agents import presets
+
+    return [*(name for level in LEVELS
+              for name in (level, *(f"{level}/{v}" for v in VARIATIONS))),
+            *(PRESET_PREFIX + name for name in presets.PRESETS)]
+
+
+def _preset(name):
+    """The preset name of a ``preset:<name>`` setting (None for another setting)."""
+    if not name.startswith(PRESET_PREFIX):
+        return None
+    from keras_relational.agents import presets
+
+    preset = name[len(PRESET_PREFIX):]
+    if preset not in presets.PRESETS:
+        raise ValueError(f"--settings expects preset:<name> with a name of "
+                         f"keras_relational.agents.presets.PRESETS, received {name!r}.")
+    return preset
 
 
 def setting(name):
-    """``(hyperparameters, env_kwargs, model_kwargs)`` of a setting name."""
+    """``(hyperparameters, env_kwargs, model_kwargs)`` of a setting name (a preset's: its
+    ``config`` with its ``curriculum`` stages, its ``level`` and ``model``)."""
+    preset = _preset(name)
+    if preset is not None:
+        from keras_relational.agents import presets
+
+        entry = presets.PRESETS[preset]
+        hyper = dict(entry["config"], curriculum=list(presets.CURRICULA.get(preset, ())))
+        return hyper, dict(entry["level"]), dict(entry["model"])
     level, _, variation = name.partition("/")
     if level not in LEVELS or (variation and variation not in VARIATIONS):
         raise ValueError(f"--settings expects names from --list (<level> or "
@@ -104,37 +138,50 @@ def setting(name):
 
 
 def _directory(root, name):
-    return os.path.join(root, name.replace("/", "__"))
+    return os.path.join(root, name.replace("/", "__").replace(":", "_"))
 
 
-def counted_rows(rows, min_episodes=MIN_EPISODES, log_interval=25):
-    """The curve rows whose solve rate counts: over at least ``min_episodes`` episodes, or, in
-    a row written before the curves recorded their ``episodes``, over a whole progress interval
-    (``log_interval`` updates; the first row of a run or piece covers one update)."""
-    previous_step = 0
-    for row in rows:
-        if row.get("solve_rate") is not None and (
-                row["episodes"] >= min_episodes if row.get("episodes") is not None
-                else row["step"] - previous_step >= log_interval):
-            yield row
-        previous_step = row["step"]
+def _read_rows(directory):
+    from keras_relational.agents import curves
+
+    path = os.path.join(directory, curves.FILENAME)
+    return curves.read_curve(path) if os.path.exists(path) else []
 
 
-def _first_frames(counted, threshold):
-    return next((row["frames"] for row in counted if row["solve_rate"] >= threshold), None)
+def _stages(name):
+    from keras_relational.agents import presets
 
-
-def frames_to(rows, threshold, min_episodes=MIN_EPISODES, log_interval=25):
-    """Frames of the first counted row (:func:`counted_rows`) whose training solve rate is at
-    least ``threshold``; None when there is none."""
-    return _first_frames(counted_rows(rows, min_episodes, log_interval), threshold)
+    return len(presets.curriculum_configs(_preset(name)))
 
 
 def _rows(root, name):
-    from keras_relational.agents import curves
+    """A setting's curve rows; a preset's: its last stage's, their frames and wall seconds after
+    every earlier stage's (each stage's last row: where it stopped)."""
+    if _preset(name) is None:
+        return _read_rows(_directory(root, name))
+    from keras_relational.agents.compiled.curriculum import stage_dir
 
-    path = os.path.join(_directory(root, name), curves.FILENAME)
-    return curves.read_curve(path) if os.path.exists(path) else []
+    frames = seconds = 0
+    count = _stages(name)
+    for index in range(1, count + 1):
+        rows = _read_rows(stage_dir(_directory(root, name), index))
+        if index < count:
+            if not rows:
+                return []
+            frames, seconds = frames + rows[-1]["frames"], seconds + rows[-1]["wall_seconds"]
+    return [dict(row, frames=row["frames"] + frames, wall_seconds=row["wall_seconds"] + seconds,
+                 stage_frames=row["frames"]) for row in rows]
+
+
+def _curriculum_finished(root, name):
+    """Whether a preset setting's curriculum finished its last stage (``curriculum.json``)."""
+    from keras_relational.agents.compiled.curriculum import RESULT_FILE
+
+    try:
+        with open(os.path.join(_directory(root, name), RESULT_FILE)) as f:
+            return bool(json.load(f).get("finished"))
+    except (OSError, ValueError):
+        return False
 
 
 def finished(rows, args):
@@ -158,6 +205,17 @@ def train_piece(root, name, args):
     """One piece (at most ``args.piece_seconds``) of the run of setting ``name``."""
     from keras_relational.agents.compiled import train_eval
 
+    preset = _preset(name)
+    if preset is not None:  # the preset's own settings, through its curriculum
+        from keras_relational.agents import presets
+        from keras_relational.agents.compiled.curriculum import train_curriculum
+
+        train_curriculum(_directory(root, name),
+                         presets.curriculum_configs(preset, seed=args.seed),
+                         max_seconds=args.piece_seconds,
+                         print_fn=lambda line: print(f"[{name}] {line}", flush=True))
+        return
+
     hyper, env_kwargs, model = setting(name)
     hyper = initial_weights(root, hyper)
     frames_per_update = hyper["num_envs"] * hyper["unroll_length"]
@@ -177,12 +235,12 @@ def summary(root, names, args):
         hyper, env_kwargs, model = setting(name)
         results.append(dict(
             setting=name, hyperparameters=hyper, level=env_kwargs, model=model,
-            frames_to={f"{round(100 * t)}%": _first_frames(counted, t) for t in THRESHOLDS},
+            frames_to={f"{round(100 * t)}%": first_frames(counted, t) for t in THRESHOLDS},
             frames=rows[-1]["frames"] if rows else 0,
             wall_seconds=rows[-1]["wall_seconds"] if rows else 0.0,
             last_solve_rate=rows[-1]["solve_rate"] if rows else None,
             best_solve_rate=max((r["solve_rate"] for r in counted), default=None),
-            finished=finished(rows, args),
+            finished=finished(rows, args) or _curriculum_finished(root, name),
             losses=rows[-1].get("losses") if rows else None,
             curve=[(r["frames"], r["solve_rate"]) for r in counted]))  # plotted: counted rows
     return results
@@ -244,9 +302,14 @@ def table(results, args):
 
 
 def _backends(root, names):
+    from keras_relational.agents.compiled.curriculum import stage_dir
+
     found = set()
     for name in names:
-        path = os.path.join(_directory(root, name), "result.json")
+        directory = _directory(root, name)
+        if _preset(name) is not None:
+            directory = stage_dir(directory, 1)
+        path = os.path.join(directory, "result.json")
         if os.path.exists(path):
             with open(path) as f:
                 found.add(json.load(f).get("backend", "unknown"))
@@ -327,7 +390,8 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     started = time.perf_counter()
     while not args.no_train:
-        pending = [n for n in names if not finished(_rows(args.root, n), args)]
+        pending = [n for n in names if not finished(_rows(args.root, n), args)
+                   and not _curriculum_finished(args.root, n)]
         for name in pending:
             train_piece(args.root, name, args)
         spent = (time.perf_counter() - started) / 60

@@ -191,22 +191,32 @@ def _model_kwargs(agent, given):
     return kwargs
 
 
+def _hyperparameters():
+    names = [f.name for f in config_lib.flag_fields() + _TRAINER_FIELDS[FLAGS.trainer]]
+    hyperparameters = {name: FLAGS[name].value for name in names}
+    hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
+    return hyperparameters
+
+
+def _preset_overrides():
+    """``presets.train_config`` 's arguments of ``--preset`` but its name and trainer: only the
+    flags given on the command line win over the preset."""
+    given = lambda name: FLAGS[name].present  # noqa: E731
+    preset = presets_lib.PRESETS[FLAGS.preset]
+    env_name = FLAGS.env if given("env") else preset["env"]
+    agent = FLAGS.agent if given("agent") else preset["config"]["agent"]
+    return dict(level=_level_kwargs(env_name, given), model=_model_kwargs(agent, given),
+                env_name=env_name, **{k: v for k, v in _hyperparameters().items() if given(k)})
+
+
 def config_from_flags():
     """The config of ``--trainer`` (``TFAgentsConfig`` or ``CompiledConfig``) the flags describe
     (over ``--preset``'s when one is given)."""
     config_class = presets_lib.config_class(FLAGS.trainer)
-    names = [f.name for f in config_lib.flag_fields() + _TRAINER_FIELDS[FLAGS.trainer]]
-    hyperparameters = {name: FLAGS[name].value for name in names}
-    hyperparameters["test_presets"] = tuple(FLAGS.test_presets)
-    if FLAGS.preset is not None:  # only the flags given on the command line win over it
-        given = lambda name: FLAGS[name].present  # noqa: E731
-        preset = presets_lib.PRESETS[FLAGS.preset]
-        env_name = FLAGS.env if given("env") else preset["env"]
-        agent = FLAGS.agent if given("agent") else preset["config"]["agent"]
-        return presets_lib.train_config(
-            FLAGS.preset, level=_level_kwargs(env_name, given),
-            model=_model_kwargs(agent, given), env_name=env_name, trainer=FLAGS.trainer,
-            **{k: v for k, v in hyperparameters.items() if given(k)})
+    hyperparameters = _hyperparameters()
+    if FLAGS.preset is not None:
+        return presets_lib.train_config(FLAGS.preset, trainer=FLAGS.trainer,
+                                        **_preset_overrides())
     everything = lambda name: True  # noqa: E731
     return config_class(
         environment=config_lib.environment_config(
@@ -221,8 +231,21 @@ def main(argv):
         config = config_from_flags()
     except ValueError as error:  # e.g. --learner_minibatches that does not divide --num_envs
         raise app.UsageError(str(error)) from None
+    curriculum = FLAGS.preset in presets_lib.CURRICULA
+    if curriculum and config.trainer != "compiled":
+        raise app.UsageError(
+            f"--preset={FLAGS.preset} trains a curriculum (its stages one after the other, each "
+            f"from the agent of the stage before; keras_relational.agents.presets.CURRICULA), "
+            f"which runs with --trainer=compiled, received --trainer={config.trainer}.")
     if FLAGS.preset is not None:
         print(presets_lib.describe(FLAGS.preset))
+    if curriculum:
+        from keras_relational.agents.compiled.curriculum import train_curriculum
+
+        train_curriculum(FLAGS.root_dir, presets_lib.curriculum_configs(
+            FLAGS.preset, **_preset_overrides()), max_seconds=config.max_seconds,
+            allow_changed_hyperparameters=FLAGS.allow_changed_hyperparameters)
+        return
     if config.trainer == "compiled":
         # Under KERAS_BACKEND=jax this path imports neither TensorFlow nor TF-Agents.
         from keras_relational.agents.compiled import train_eval as compiled_train_eval

@@ -4,7 +4,7 @@ Every field of :class:`keras_relational.agents.config.TrainConfig`, the settings
 share, means the same here (learning rate, costs, num_envs, unroll length, intervals,
 evaluation, ...), one source of defaults; this subclass adds what only the compiled loop has:
 where its levels come from, the bank size, updates per call, learner minibatches and epochs,
-devices, and initial weights.
+devices, initial weights, and a stop at a solve rate.
 It trains V-trace in one process, so TF-Agents' settings (``TFAgentsConfig``'s algorithm,
 actors, Ray) have no field here.
 
@@ -61,6 +61,11 @@ class CompiledConfig(TrainConfig):
         "can start a larger room's run) or a fine-tune. Its weights must have the network's "
         "shapes. A resumed run restores its checkpoint and does not read it. None: fresh "
         "weights.")
+    stop_solve_rate: float | None = _field(
+        None, "Stop training at the first progress line whose training solve rate, over at "
+        "least 50 episodes (agents.curves.MIN_EPISODES), is at least this; the run is then "
+        "finished (a resume trains no more, see result.json's stopped_at_solve_rate): a stage "
+        "of a curriculum. None: train num_iterations updates.")
     updates_per_call: int = _field(
         1, "Updates each compiled call runs, one after the other on the device (a scan over "
         "updates), their scalars read by the host in one transfer: fewer host round trips and "
@@ -94,6 +99,9 @@ class CompiledConfig(TrainConfig):
             raise ValueError(
                 f"CompiledConfig expects `initial_weights` (--initial_weights) to be None or the "
                 f"path of a .keras model file, received {self.initial_weights!r}.")
+        validation.check_number_in_range("stop_solve_rate", self.stop_solve_rate, low=0.0,
+                                         high=1.0, allow_none=True, owner="CompiledConfig",
+                                         low_exclusive=True)
         if self.num_envs % self.learner_minibatches:
             raise ValueError(
                 f"CompiledConfig expects `learner_minibatches` (--learner_minibatches) to divide "

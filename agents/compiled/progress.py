@@ -13,6 +13,7 @@ loss swings with the rewards of its unroll).
 import math
 import time
 
+from keras_relational.agents import curves
 from keras_relational.agents.compiled.learning import LossInfo
 from keras_relational.progress_bar import ProgressBar, frames_text, training_line
 
@@ -55,6 +56,7 @@ class Progress:
         self._episodes_total = 0  # episodes finished since this process started
         self.history = []
         self.out_of_time = False
+        self.reached_stop_solve_rate = False
 
     def _reset_interval(self):
         self._episodes = self._solved = 0
@@ -127,3 +129,12 @@ class Progress:
         self._last_time, self._last_step = now, step
         max_seconds = self._config.max_seconds
         self.out_of_time = max_seconds is not None and now - self.started >= max_seconds
+        self.reached_stop_solve_rate = reaches_stop_solve_rate(self.history[-1:], self._config)
+
+
+def reaches_stop_solve_rate(rows, config):
+    """Whether a counted row (:func:`keras_relational.agents.curves.counted_rows`) of ``rows``
+    (curve rows or history entries) reaches ``config.stop_solve_rate``."""
+    if config.stop_solve_rate is None:
+        return False
+    return curves.first_frames(curves.counted_rows(rows), config.stop_solve_rate) is not None

@@ -22,9 +22,10 @@ import numpy as np
 
 from keras_relational import json_files, run_settings, validation, whole_files, without_tensorflow
 from keras_relational.agents import config as config_lib
+from keras_relational.agents import curves
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop
 from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.compiled.progress import Progress
+from keras_relational.agents.compiled.progress import Progress, reaches_stop_solve_rate
 from keras_relational.agents.config import preset_environment, updated_config
 from keras_relational.agents.curves import CurveFile
 from keras_relational.agents.optimizers import make_optimizer
@@ -181,12 +182,14 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     progress = Progress(config, start_step, *writers, print_fn, bar)
     curve = CurveFile(root_dir, start_step)  # the learning curve across resumed pieces
     step = start_step
+    # A run that reached its stop_solve_rate is finished: a re-run trains no more.
+    stopped = reaches_stop_solve_rate(curve.rows, config)
 
     def save():
         checkpointing.save(root_dir, state, dict(step=step, banks=banks.position))
 
     try:
-        while step < config.num_iterations and not progress.out_of_time:
+        while step < config.num_iterations and not progress.out_of_time and not stopped:
             tick = time.perf_counter()
             bank = banks.for_update()
             tock = time.perf_counter()
@@ -205,6 +208,11 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
                                 (done - tock) / len(per_update))
                 if len(progress.history) > lines:
                     curve.append(progress.history[-1])
+            stopped = progress.reached_stop_solve_rate
+            if stopped:
+                print_fn(f"stop_solve_rate {config.stop_solve_rate:g} reached at step {step} "
+                         f"(training solve rate over the last progress line's episodes): "
+                         f"training stops")
             if step % config.checkpoint_interval == 0:
                 save()
             if config.eval_interval and step % config.eval_interval == 0:
@@ -234,6 +242,10 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         keras_model_dir=keras_model_dir, keras_file=keras_file, actor_jit_compile=True,
         trainer="compiled", backend=keras.backend.backend(), dtype_policy=config.dtype_policy,
         export_note=export_note,
+        # Frames at the progress line that reached stop_solve_rate (None: not reached, or none).
+        stopped_at_solve_rate=(curves.first_frames(curves.counted_rows(curve.rows),
+                                                   config.stop_solve_rate)
+                               if config.stop_solve_rate is not None else None),
         history=history)
     json_files.write_json(os.path.join(root_dir, "result.json"), result)  # NaN as null
     # The evaluation samples the policy: `play_boxworld --model=<keras_file> --nogreedy` plays

@@ -49,9 +49,14 @@ def test_setting_names():
 
 def test_every_setting_is_a_valid_compiled_trainer_config():
     # A misspelt or refused hyperparameter fails here, not hours into a study.
+    from keras_relational.agents import presets
     from keras_relational.agents.compiled.train_eval import make_config
 
     for name in study.all_settings():
+        if name.startswith(study.PRESET_PREFIX):  # the preset as it is, through its curriculum
+            configs = presets.curriculum_configs(name[len(study.PRESET_PREFIX):])
+            assert len(configs) == 1 + len(study.setting(name)[0]["curriculum"]), name
+            continue
         hyper, env_kwargs, model = study.setting(name)
         source = hyper.get("initial_weights_from")
         hyper = study.initial_weights("/runs", hyper)
@@ -85,6 +90,38 @@ def test_a_tiny_run_resumes_and_writes_the_results_files(tmp_path):
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
                            cwd=benchmark_scripts.REPO_ROOT)
     assert again.returncode == 0 and "Training" not in again.stdout, again.stdout[-2000:]
+
+
+def test_a_curriculum_presets_frames_count_its_earlier_stages(tmp_path):
+    from keras_relational.agents import curves
+    from keras_relational.agents.compiled.curriculum import RESULT_FILE, stage_dir
+
+    name = "preset:cpu_room12_relational_curriculum"
+    assert name in study.all_settings() and study.setting(name)[1]["room_size"] == 12
+    with pytest.raises(ValueError, match="preset:<name>.*'preset:zambaldi_fig9'"):
+        study.setting("preset:zambaldi_fig9")
+    root = str(tmp_path)
+    directory = study._directory(root, name)
+    assert study._rows(root, name) == []
+    def row(step, rate, frames_per_step):
+        return dict(_row(step, rate, episodes=64), frames=step * frames_per_step,
+                    wall_seconds=float(step))
+
+    stages = [[row(25, 0.5, 640), row(200, 0.98, 640)],  # room 6, stopped at 98 %
+              [row(1, 0.0, 1280), row(26, 0.99, 1280)]]
+    for index, rows in enumerate(stages, 1):
+        os.makedirs(stage_dir(directory, index))
+        with open(os.path.join(stage_dir(directory, index), curves.FILENAME), "w") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+    rows = study._rows(root, name)
+    assert [(r["frames"], r["stage_frames"]) for r in rows] == [(129_280, 1280),
+                                                                (161_280, 33_280)]
+    assert [r["wall_seconds"] for r in rows] == [201.0, 226.0]  # after the first stage's 200 s
+    assert study.frames_to(rows, 0.98) == 161_280  # the last stage's levels only
+    assert not study._curriculum_finished(root, name)
+    with open(os.path.join(directory, RESULT_FILE), "w") as f:
+        json.dump(dict(finished=True), f)
+    assert study._curriculum_finished(root, name)
 
 
 def test_the_loss_table_gives_the_policy_entropy_a_step():
