@@ -11,7 +11,8 @@ relational one. ``--settings`` names them as ``<level>`` (the base) or ``<level>
 ``--list`` prints every name. ``preset:<name>`` is a preset of ``keras_relational.agents.presets``
 as it is, trained as ``train_boxworld --trainer=compiled --preset=<name>`` trains it: through its
 curriculum where it has one (``presets.CURRICULA``), its frames counted from the first stage's
-first frame (its thresholds on its last stage's levels).
+first frame (its thresholds on its last stage's levels), its last stage stopped at 98 %
+(``stop_solve_rate``).
 
 Runs are resumable: each call trains every unfinished setting for one piece of at most
 ``--piece_seconds`` (a setting is finished once its solve rate reached 98 % or its run reached
@@ -29,6 +30,7 @@ Writes ``<output>.md``, ``<output>.json`` and, when matplotlib is installed, ``<
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -210,8 +212,11 @@ def train_piece(root, name, args):
         from keras_relational.agents import presets
         from keras_relational.agents.compiled.curriculum import train_curriculum
 
+        # Its last stage stops at the last threshold, where the study's other runs finish; the
+        # earlier ones train as the preset has them.
+        *stages, last = presets.curriculum_configs(preset, seed=args.seed)
         train_curriculum(_directory(root, name),
-                         presets.curriculum_configs(preset, seed=args.seed),
+                         (*stages, dataclasses.replace(last, stop_solve_rate=THRESHOLDS[-1])),
                          max_seconds=args.piece_seconds,
                          print_fn=lambda line: print(f"[{name}] {line}", flush=True))
         return
@@ -322,10 +327,11 @@ def what_ran(args, names):
     import platform
     import subprocess
 
+    repo = os.path.dirname(HERE)  # git's paths are relative to its working directory
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo,
                                 capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "agents"], cwd=HERE,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "agents"], cwd=repo,
                                capture_output=True, text=True, check=True).stdout.strip()
         commit += " (agents/ with uncommitted changes)" if dirty else ""
     except (OSError, subprocess.CalledProcessError):

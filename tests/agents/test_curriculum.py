@@ -88,8 +88,9 @@ def test_the_curriculum_preset_is_its_stages_then_itself():
     assert last == presets.train_config(name, trainer="compiled")
     assert (last.environment.room_size, last.environment.goal_length,
             last.environment.num_distractors, last.num_envs) == (12, (1,), (0,), 64)
-    # The demo's levels and environments first (benchmarks/demo_flags.txt), to 98 %.
-    assert (first.environment.room_size, first.num_envs, first.stop_solve_rate) == (6, 32, 0.98)
+    # The demo's levels and environments first (benchmarks/demo_flags.txt), 1.6e6 frames.
+    assert (first.environment.room_size, first.num_envs, first.num_iterations) == (6, 32, 2500)
+    assert first.stop_solve_rate is None and first.frames_per_step * 2500 == 1_600_000
     assert first.model_kwargs == last.model_kwargs and first.agent == last.agent
     # The arguments win over every stage; a preset without a curriculum is itself.
     tiny = presets.curriculum_configs(name, level=dict(max_steps=10), num_iterations=2)
