@@ -63,9 +63,9 @@ class CompiledConfig(TrainConfig):
         "weights.")
     stop_solve_rate: float | None = _field(
         None, "Stop training at the first progress line whose training solve rate, over at "
-        "least 50 episodes (agents.curves.MIN_EPISODES), is at least this; the run is then "
-        "finished (a resume trains no more, see result.json's stopped_at_solve_rate): a stage "
-        "of a curriculum. None: train num_iterations updates.")
+        "least 50 episodes (keras_relational.agents.curves.MIN_EPISODES), is at least this; "
+        "the run is then finished (a resume trains no more, see result.json's "
+        "stopped_at_solve_rate): a stage of a curriculum. None: train num_iterations updates.")
     updates_per_call: int = _field(
         1, "Updates each compiled call runs, one after the other on the device (a scan over "
         "updates), their scalars read by the host in one transfer: fewer host round trips and "

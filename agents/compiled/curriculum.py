@@ -6,8 +6,9 @@ stage ``i`` (from 1) under ``root_dir/stage_<i>`` with
 its network from the agent the stage before it exported (``initial_weights``: its
 ``keras_model.keras``; the Box-World agents' weights do not depend on the room's size). A stage
 ends at its ``stop_solve_rate`` (the training solve rate of a progress line over at least
-``agents.curves.MIN_EPISODES`` episodes) or its ``num_iterations``, whichever comes first; the
-last stage is the run the curriculum is for (Bengio et al. 2009: easier levels first).
+``keras_relational.agents.curves.MIN_EPISODES`` episodes) or its ``num_iterations``, whichever
+comes first; the last stage is the run the curriculum is for (Bengio et al. 2009: easier levels
+first).
 
 Re-running the same call resumes: finished stages are not trained again, an unfinished one
 continues from its checkpoint. ``max_seconds`` bounds one call's training over all its stages;
