@@ -186,11 +186,13 @@ def _curriculum_finished(root, name):
         return False
 
 
-def finished(rows, args):
-    """A setting's run is done once it reached the last threshold or ``args.max_frames``."""
-    return bool(rows) and (frames_to(rows, THRESHOLDS[-1], args.min_episodes,
-                                     args.log_interval) is not None
-                           or rows[-1]["frames"] >= args.max_frames)
+def finished(rows, args, root=None, name=None):
+    """A setting's run is done once it reached the last threshold or ``args.max_frames`` (its
+    ``rows``), or, for a preset setting ``name`` under ``root``, its curriculum finished."""
+    return (bool(rows) and (frames_to(rows, THRESHOLDS[-1], args.min_episodes,
+                                      args.log_interval) is not None
+                            or rows[-1]["frames"] >= args.max_frames)
+            or (name is not None and _curriculum_finished(root, name)))
 
 
 def initial_weights(root, hyper):
@@ -245,7 +247,7 @@ def summary(root, names, args):
             wall_seconds=rows[-1]["wall_seconds"] if rows else 0.0,
             last_solve_rate=rows[-1]["solve_rate"] if rows else None,
             best_solve_rate=max((r["solve_rate"] for r in counted), default=None),
-            finished=finished(rows, args) or _curriculum_finished(root, name),
+            finished=finished(rows, args, root, name),
             losses=rows[-1].get("losses") if rows else None,
             curve=[(r["frames"], r["solve_rate"]) for r in counted]))  # plotted: counted rows
     return results
@@ -396,8 +398,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     started = time.perf_counter()
     while not args.no_train:
-        pending = [n for n in names if not finished(_rows(args.root, n), args)
-                   and not _curriculum_finished(args.root, n)]
+        pending = [n for n in names if not finished(_rows(args.root, n), args, args.root, n)]
         for name in pending:
             train_piece(args.root, name, args)
         spent = (time.perf_counter() - started) / 60

@@ -212,11 +212,11 @@ def _preset_overrides():
 def config_from_flags():
     """The config of ``--trainer`` (``TFAgentsConfig`` or ``CompiledConfig``) the flags describe
     (over ``--preset``'s when one is given)."""
-    config_class = presets_lib.config_class(FLAGS.trainer)
-    hyperparameters = _hyperparameters()
     if FLAGS.preset is not None:
         return presets_lib.train_config(FLAGS.preset, trainer=FLAGS.trainer,
                                         **_preset_overrides())
+    config_class = presets_lib.config_class(FLAGS.trainer)
+    hyperparameters = _hyperparameters()
     everything = lambda name: True  # noqa: E731
     return config_class(
         environment=config_lib.environment_config(

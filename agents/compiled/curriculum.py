@@ -20,16 +20,15 @@ Example::
     from keras_relational.agents.compiled.curriculum import train_curriculum
 
     result = train_curriculum("/tmp/curriculum", presets.curriculum_configs(
-        "cpu_room12_relational_fast", num_iterations=2, num_envs=4))
+        "cpu_room12_relational_curriculum", num_iterations=2, num_envs=4))
     result["frames"], [stage["frames"] for stage in result["stages"]]
 """
 
 import dataclasses
-import json
 import os
 import time
 
-from keras_relational import validation
+from keras_relational import json_files, validation
 from keras_relational.agents.compiled import train_eval as train_eval_lib
 from keras_relational.agents.compiled.config import CompiledConfig
 
@@ -41,19 +40,11 @@ def stage_dir(root_dir, index):
     return os.path.join(root_dir, f"stage_{index}")
 
 
-def _result(root_dir):
-    try:
-        with open(os.path.join(root_dir, "result.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 def stage_finished(result, config):
-    """Whether a stage's ``result.json`` (None: none yet) says it reached its
-    ``stop_solve_rate`` or its ``num_iterations``."""
-    return result is not None and (result.get("stopped_at_solve_rate") is not None
-                                   or result.get("train_step", 0) >= config.num_iterations)
+    """Whether a stage's ``result.json`` (``train_eval.read_result`` 's dict, {} when there is
+    none) says it reached its ``stop_solve_rate`` or its ``num_iterations``."""
+    return (result.get("stopped_at_solve_rate") is not None
+            or result.get("train_step", 0) >= config.num_iterations)
 
 
 def train_curriculum(root_dir, stages, max_seconds=None, print_fn=print,
@@ -89,7 +80,7 @@ def train_curriculum(root_dir, stages, max_seconds=None, print_fn=print,
         directory = stage_dir(root_dir, index)
         if weights is not None:
             config = dataclasses.replace(config, initial_weights=weights)
-        done = _result(directory)
+        done = train_eval_lib.read_result(directory)
         if not stage_finished(done, config):
             if deadline is not None:
                 left = deadline - time.monotonic()
@@ -112,8 +103,6 @@ def train_curriculum(root_dir, stages, max_seconds=None, print_fn=print,
     summary = dict(stages=summaries, frames=sum(stage["frames"] for stage in summaries),
                    finished=len(summaries) == len(stages) and summaries[-1]["finished"],
                    result=result)
-    from keras_relational import json_files
-
     json_files.write_json(os.path.join(root_dir, RESULT_FILE), summary)
     return summary
 

@@ -129,12 +129,14 @@ class Progress:
         self._last_time, self._last_step = now, step
         max_seconds = self._config.max_seconds
         self.out_of_time = max_seconds is not None and now - self.started >= max_seconds
-        self.reached_stop_solve_rate = reaches_stop_solve_rate(self.history[-1:], self._config)
+        self.reached_stop_solve_rate = stop_solve_rate_frames(
+            self.history[-1:], self._config) is not None
 
 
-def reaches_stop_solve_rate(rows, config):
-    """Whether a counted row (:func:`keras_relational.agents.curves.counted_rows`) of ``rows``
-    (curve rows or history entries) reaches ``config.stop_solve_rate``."""
+def stop_solve_rate_frames(rows, config):
+    """Frames of the first counted row (:func:`keras_relational.agents.curves.counted_rows`) of
+    ``rows`` (curve rows or history entries) that reaches ``config.stop_solve_rate``; None when
+    none does or the config has none."""
     if config.stop_solve_rate is None:
-        return False
-    return curves.first_frames(curves.counted_rows(rows), config.stop_solve_rate) is not None
+        return None
+    return curves.first_frames(curves.counted_rows(rows), config.stop_solve_rate)

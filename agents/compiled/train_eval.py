@@ -22,10 +22,9 @@ import numpy as np
 
 from keras_relational import json_files, run_settings, validation, whole_files, without_tensorflow
 from keras_relational.agents import config as config_lib
-from keras_relational.agents import curves
 from keras_relational.agents.compiled import checkpointing, evaluation, levels, loop
 from keras_relational.agents.compiled.config import CompiledConfig
-from keras_relational.agents.compiled.progress import Progress, reaches_stop_solve_rate
+from keras_relational.agents.compiled.progress import Progress, stop_solve_rate_frames
 from keras_relational.agents.config import preset_environment, updated_config
 from keras_relational.agents.curves import CurveFile
 from keras_relational.agents.optimizers import make_optimizer
@@ -183,7 +182,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     curve = CurveFile(root_dir, start_step)  # the learning curve across resumed pieces
     step = start_step
     # A run that reached its stop_solve_rate is finished: a re-run trains no more.
-    stopped = reaches_stop_solve_rate(curve.rows, config)
+    stopped = stop_solve_rate_frames(curve.rows, config) is not None
 
     def save():
         checkpointing.save(root_dir, state, dict(step=step, banks=banks.position))
@@ -232,7 +231,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     frames_per_second = (step - start_step) * config.frames_per_step / max(elapsed, 1e-9)
     history = progress.history
     if step == start_step:  # a re-run of a finished run trains nothing: keep its figures
-        previous = _previous_result(root_dir)
+        previous = read_result(root_dir)
         frames_per_second = previous.get("frames_per_second", frames_per_second)
         history = previous.get("history", history)
     result = dict(
@@ -243,9 +242,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
         trainer="compiled", backend=keras.backend.backend(), dtype_policy=config.dtype_policy,
         export_note=export_note,
         # Frames at the progress line that reached stop_solve_rate (None: not reached, or none).
-        stopped_at_solve_rate=(curves.first_frames(curves.counted_rows(curve.rows),
-                                                   config.stop_solve_rate)
-                               if config.stop_solve_rate is not None else None),
+        stopped_at_solve_rate=stop_solve_rate_frames(curve.rows, config),
         history=history)
     json_files.write_json(os.path.join(root_dir, "result.json"), result)  # NaN as null
     # The evaluation samples the policy: `play_boxworld --model=<keras_file> --nogreedy` plays
@@ -255,7 +252,7 @@ def train_eval(root_dir, config=None, *, env_name=None, env_kwargs=None, eval_en
     return result
 
 
-def _previous_result(root_dir):
+def read_result(root_dir):
     """The run's last ``result.json`` as a dict ({} when there is none or it does not parse)."""
     import json
 
@@ -314,4 +311,4 @@ def export_keras_model(model, root_dir):
     return keras_model_dir, keras_file, None
 
 
-__all__ = ["CompiledConfig", "NonFiniteLossError", "make_config", "train_eval"]
+__all__ = ["CompiledConfig", "NonFiniteLossError", "make_config", "read_result", "train_eval"]
