@@ -71,8 +71,11 @@ def test_fast_presets_train_one_tiny_update_with_the_compiled_trainer(tmp_path, 
     # The paper's room: the zero-shot test levels (goal length up to 10) must fit it too.
     small = (dict(room_size=12, goal_length=(1,), num_distractors=(0,), max_steps=10)
              if preset["env"] == "original" else dict(max_steps=10))
-    tiny_model = dict(head_units=(8,)) if preset["config"]["agent"] == "baseline" else dict(
-        key_dim=4, mlp_hidden_units=(8,), head_units=(8,))
+    # One block (Clift et al.'s presets iterate the same block twice; the layers' tests check
+    # several iterations) and one residual block (the baseline presets' 3), as test_presets.
+    tiny_model = dict(num_residual_blocks=1, head_units=(8,)) if preset["config"][
+        "agent"] == "baseline" else dict(num_blocks=1, key_dim=4, mlp_hidden_units=(8,),
+                                         head_units=(8,))
     config = presets.train_config(name, level=small, model=tiny_model, trainer="compiled",
                                   num_envs=2, unroll_length=3, num_iterations=1,
                                   eval_episodes=1, eval_num_envs=1, log_interval=1)

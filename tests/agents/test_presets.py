@@ -8,14 +8,17 @@ import pytest
 from keras_relational.agents import curves, presets
 from keras_relational.agents.tf_agents.train_eval import train_eval
 
-# Tiny sizes over every preset (the preset's levels, agent, optimizer and observations stay).
+# Tiny sizes over every preset (the preset's levels, agent, optimizer and observations stay);
+# Clift et al.'s agents iterate one block, not their two (the same weights again; the layers'
+# tests check several iterations).
 _TINY = dict(num_envs=2, unroll_length=3, num_iterations=1, eval_episodes=1, eval_num_envs=1,
              log_interval=1, jit_compile=False, actor_jit_compile=False)
 _TINY_MODEL = {
     "relational": dict(key_dim=4, mlp_hidden_units=(8,), head_units=(8,)),
     "baseline": dict(num_residual_blocks=1, head_units=(8,)),
-    "simplicial": dict(key_dim=4, simplicial_key_dim=4, mlp_hidden_units=(8,), head_units=(8,)),
-    "clift_relational": dict(key_dim=4, mlp_hidden_units=(8,), head_units=(8,)),
+    "simplicial": dict(num_blocks=1, key_dim=4, simplicial_key_dim=4, mlp_hidden_units=(8,),
+                       head_units=(8,)),
+    "clift_relational": dict(num_blocks=1, key_dim=4, mlp_hidden_units=(8,), head_units=(8,)),
 }
 
 
