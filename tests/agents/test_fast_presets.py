@@ -1,9 +1,15 @@
 """The fast presets (not the papers' hyperparameters) and the faithful ones they must not touch."""
 
+import os
+import sys
+
 import pytest
 
 from keras_relational import environments
 from keras_relational.agents import presets
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_presets import _TINY_MODEL  # noqa: E402  (the tiny sizes of every preset's agent)
 
 FAST = ("zambaldi_fig3_relational_fast", "zambaldi_fig3_baseline_fast",
         "zambaldi_fig5_heldout_relational_fast", "clift_fig6_simplicial_fast",
@@ -71,12 +77,8 @@ def test_fast_presets_train_one_tiny_update_with_the_compiled_trainer(tmp_path, 
     # The paper's room: the zero-shot test levels (goal length up to 10) must fit it too.
     small = (dict(room_size=12, goal_length=(1,), num_distractors=(0,), max_steps=10)
              if preset["env"] == "original" else dict(max_steps=10))
-    # One block (Clift et al.'s presets iterate the same block twice; the layers' tests check
-    # several iterations) and one residual block (the baseline presets' 3), as test_presets.
-    tiny_model = dict(num_residual_blocks=1, head_units=(8,)) if preset["config"][
-        "agent"] == "baseline" else dict(num_blocks=1, key_dim=4, mlp_hidden_units=(8,),
-                                         head_units=(8,))
-    config = presets.train_config(name, level=small, model=tiny_model, trainer="compiled",
+    config = presets.train_config(name, level=small,
+                                  model=_TINY_MODEL[preset["config"]["agent"]], trainer="compiled",
                                   num_envs=2, unroll_length=3, num_iterations=1,
                                   eval_episodes=1, eval_num_envs=1, log_interval=1)
     result = compiled_train_eval.train_eval(str(tmp_path / name), config,
