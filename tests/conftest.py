@@ -38,7 +38,11 @@ if _FAST_COMPILE is not None:
 from keras_relational.without_tensorflow import tensorflow_installed  # noqa: E402
 
 if tensorflow_installed():
+    import op_tracebacks
+
     import keras_relational.agents.tf_agents  # noqa: F401
+
+    op_tracebacks.skip_recording()  # graphs without each op's Python stack (tests/op_tracebacks.py)
 
 
 def accelerator_skip_reason():

@@ -12,8 +12,10 @@ SIGKILL, exit statuses and sessions behave as with :mod:`subprocess`.
 
 :func:`run` and :class:`Popen` take :mod:`subprocess`'s arguments. Use them only for commands
 that import Keras anyway (our training binaries); tests of what a fresh interpreter imports, of
-import time, or of processes without Keras keep :mod:`subprocess`. One difference is left:
-children of one server share its hash seed (``PYTHONHASHSEED``), which a cold start draws anew.
+import time, or of processes without Keras keep :mod:`subprocess`. Two differences are left:
+children of one server share its hash seed (``PYTHONHASHSEED``), which a cold start draws anew,
+and where the server has imported TensorFlow they build graphs as the test process does, without
+each op's Python stack (``tests/op_tracebacks.py``).
 
 A server is keyed by its preloaded modules and the command's environment (less the variables that
 change per test and are read later); a command with another environment gets its own server. The
@@ -39,6 +41,8 @@ DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
 
 _MAX_SERVERS = 3
+# Where TensorFlow is preloaded, the server builds graphs as the test process does.
+_OP_TRACEBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_tracebacks.py")
 DEFAULT_PRELOAD = ("keras",)
 # The TF-Agents trainer: importing it sets TF_USE_LEGACY_KERAS before TensorFlow is imported,
 # as its binaries do (train_boxworld --trainer=tf_agents).
@@ -62,6 +66,12 @@ try:
     for name in json.loads(sys.argv[2]):  # the point of the server: what a command imports first
         importlib.import_module(name)
     import numpy
+    if "tensorflow" in sys.modules:  # graphs as in the test process (tests/op_tracebacks.py)
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("op_tracebacks", sys.argv[3])
+        op_tracebacks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(op_tracebacks)
+        op_tracebacks.skip_recording()
 except BaseException as error:
     control.send(json.dumps({"error": repr(error)}).encode())
     raise
@@ -233,7 +243,7 @@ class _Server:
         self.log = open(os.devnull, "wb")  # noqa: SIM115 - the server writes only import noise
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-c", _SERVER_CODE, str(theirs.fileno()),
-             json.dumps(list(preload))],
+             json.dumps(list(preload)), _OP_TRACEBACKS],
             env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
             pass_fds=(theirs.fileno(),), cwd=os.getcwd())
         theirs.close()
