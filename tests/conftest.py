@@ -3,6 +3,7 @@
 # and are unaffected; the import-hygiene tests check the package itself in fresh processes.
 # Where TensorFlow is not installed (the accelerator lane on a JAX-on-CUDA machine, see
 # docs/contributing.md) there is nothing to route, and the TF tests fail at their own imports.
+import gc
 import importlib.util
 import os
 import pathlib
@@ -97,6 +98,25 @@ def pytest_collection_modifyitems(config, items):
     if reason is not None:
         for item in marked:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Each test starts with the previous test's garbage collected and every object still alive
+    frozen (``gc.freeze``): out of the cyclic collector's sight from then on.
+
+    A worker runs hundreds of tests whose TensorFlow graphs, Keras models and caches stay alive
+    (2.4 million tracked objects after 78 of them), and every full collection (Python's own, or
+    ``gc.collect()`` at the end of each TF-Agents ``train_eval``) walked them all. Frozen, a
+    collection walks only what the current test made. Measured on this 2-core machine over five
+    TF-heavy files (test_presets, test_train_eval, test_train_babi, test_tpr_memory,
+    test_sc2_checkpoints, 78 tests in one process): 289.5 -> 249.6 s wall, peak memory 2.69 ->
+    2.61 GB (a test's garbage is collected when the next one starts). Reference counting frees
+    frozen objects as before; only a reference cycle through objects frozen at a test's start
+    that later becomes garbage stays.
+    """
+    gc.collect()  # before freezing, or the previous test's garbage would stay for good
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
