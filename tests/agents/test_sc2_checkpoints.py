@@ -8,16 +8,19 @@ test_sc2.py resumes a run on pysc2's mock, in a process of its own; tests/test_r
 kills the binary at random moments).
 """
 
+import contextlib
 import copy
 import os
 import pickle
 import shutil
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
 
 from keras_relational.agents.sc2 import checkpointing
+from keras_relational.agents.sc2 import policy as sc2_policy
 from keras_relational.agents.sc2 import train_eval as sc2_train_eval
 from keras_relational.agents.sc2.config import SC2Config
 
@@ -45,12 +48,19 @@ class RestorableTinySC2(SpecTinySC2):
         self.t, self.available = state["t"], state["available"]
 
 
-def _run(root, trainer, environment=RestorableTinySC2, **overrides):
+def _run(root, trainer, environment=RestorableTinySC2, export_policy=False, **overrides):
+    """One ``train_eval`` call on two stand-ins. Without ``export_policy`` its greedy policy's
+    SavedModel (most of a tiny run's time) is not written: only the cut run's first piece checks
+    it here, and tests/agents/test_sc2_tf_agents.py checks what the export serves."""
     lines = []
-    result = sc2_train_eval.train_eval(
-        str(root), **dict(SETTINGS, trainer=trainer, **overrides),
-        environments=[environment(7), environment(8)], model_kwargs=MODEL_KWARGS,
-        print_fn=lines.append)
+    with contextlib.ExitStack() as stack:
+        if not export_policy:
+            stack.enter_context(mock.patch.object(sc2_policy, "export_policy",
+                                                  lambda model, directory: None))
+        result = sc2_train_eval.train_eval(
+            str(root), **dict(SETTINGS, trainer=trainer, **overrides),
+            environments=[environment(7), environment(8)], model_kwargs=MODEL_KWARGS,
+            print_fn=lines.append)
     return result, lines
 
 
@@ -71,7 +81,7 @@ def _runs(trainer, tmp_path_factory):
         whole = tmp_path_factory.mktemp(f"whole_{trainer}")
         cut = tmp_path_factory.mktemp(f"cut_{trainer}")
         expected, _ = _run(whole, trainer)
-        first = _run(cut, trainer, max_seconds=1e-6)
+        first = _run(cut, trainer, export_policy=True, max_seconds=1e-6)
         second = _run(cut, trainer)
         _RUNS[trainer] = (trainer, whole, cut, expected, first, second)
     return _RUNS[trainer]
