@@ -43,7 +43,8 @@ if tensorflow_installed():
 
     import keras_relational.agents.tf_agents  # noqa: F401
 
-    op_tracebacks.skip_recording()  # graphs without each op's Python stack (tests/op_tracebacks.py)
+    # Graphs without each op's Python stack (tests/op_tracebacks.py), once TensorFlow is imported.
+    op_tracebacks.skip_recording_once_imported()
 
 
 def accelerator_skip_reason():
@@ -204,3 +205,17 @@ def no_exports(monkeypatch, no_policy_trigger):
 
     monkeypatch.setattr(export, "export_policies", lambda *args, **kwargs: None)
     monkeypatch.setattr(export, "export_keras_model", lambda *args, **kwargs: (None, None))
+
+
+@pytest.fixture
+def no_compiled_exports(monkeypatch):
+    """The compiled trainer's ``train_eval`` without its Keras model exports (the ``.keras``
+    file and the SavedModel), for tests that assert nothing about them. They are checked by
+    tests/agents/test_compiled_loop.py (the binary's run: both reload; a run played under JAX),
+    test_initial_weights.py and test_curriculum.py (the ``.keras`` file starts another run), and
+    written under float16 by test_dtype_policy_agents.py.
+    """
+    from keras_relational.agents.compiled import train_eval
+
+    monkeypatch.setattr(train_eval, "export_keras_model",
+                        lambda model, root_dir: (None, None, None))

@@ -1,5 +1,7 @@
 """tests/op_tracebacks.py: the suite's graphs are built without each op's Python stack."""
 
+import os
+import subprocess
 import sys
 
 import op_tracebacks
@@ -42,3 +44,16 @@ def test_a_warm_child_builds_graphs_as_the_test_process():
                            timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "stack recorded: False"
+
+
+@pytest.mark.subprocess
+def test_the_test_process_imports_no_tensorflow_for_it():
+    # A test process under JAX (the JAX-backend pytest runs) stays without TensorFlow; the
+    # record is skipped when something imports it.
+    code = ("import sys, conftest; import keras; print(keras.backend.backend(), "
+            "'tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=os.path.dirname(os.path.abspath(__file__)),
+                          env=dict(os.environ, KERAS_BACKEND="jax"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "jax False"

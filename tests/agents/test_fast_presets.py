@@ -68,11 +68,9 @@ def test_fast_presets_say_they_are_not_the_papers_and_keep_levels_and_networks(n
 @pytest.mark.slow  # compiles one update per preset
 @pytest.mark.parametrize("name", FAST)
 def test_fast_presets_train_one_tiny_update_with_the_compiled_trainer(tmp_path, name,
-                                                                       monkeypatch):
+                                                                       no_compiled_exports):
     from keras_relational.agents.compiled import train_eval as compiled_train_eval
 
-    monkeypatch.setattr(compiled_train_eval, "export_keras_model",
-                        lambda model, root_dir: (None, None, None))
     preset = presets.PRESETS[name]
     # The paper's room: the zero-shot test levels (goal length up to 10) must fit it too.
     small = (dict(room_size=12, goal_length=(1,), num_distractors=(0,), max_steps=10)

@@ -85,9 +85,7 @@ def _patched_update(monkeypatch, bad_update, field="loss"):
 
 @pytest.mark.parametrize("field", ["loss", "finite_parameters"])
 def test_a_non_finite_update_stops_the_run_and_keeps_the_last_good_checkpoint(
-        tmp_path, monkeypatch, field):
-    monkeypatch.setattr(compiled_train_eval, "export_keras_model",
-                        lambda model, root_dir: (None, None, None))
+        tmp_path, monkeypatch, field, no_compiled_exports):
     _patched_update(monkeypatch, bad_update=3, field=field)
     root = str(tmp_path / "run")
     with pytest.raises(compiled_train_eval.NonFiniteLossError,
