@@ -35,7 +35,7 @@ def skip_recording():
     from tensorflow.python.framework import ops
 
     create = ops._create_c_op
-    if isinstance(create, functools.partial):  # already done in this process (a forked child)
+    if isinstance(create, functools.partial):  # already done in this process
         return True
     if "extract_traceback" not in inspect.signature(create).parameters:
         raise RuntimeError(
@@ -70,5 +70,5 @@ def skip_recording_once_imported():
     importing it: a test process under JAX stays without TensorFlow."""
     if _OPS in sys.modules:
         skip_recording()
-    elif os.environ.get(ENVIRONMENT_VARIABLE) != "1":
+    else:
         sys.meta_path.insert(0, _AfterTensorFlowOps())

@@ -53,10 +53,9 @@ def _run(root, trainer, environment=RestorableTinySC2, export_policy=False, **ov
     SavedModel (most of a tiny run's time) is not written: only the cut run's first piece checks
     it here, and tests/agents/test_sc2_tf_agents.py checks what the export serves."""
     lines = []
-    with contextlib.ExitStack() as stack:
-        if not export_policy:
-            stack.enter_context(mock.patch.object(sc2_policy, "export_policy",
-                                                  lambda model, directory: None))
+    skipped = (contextlib.nullcontext() if export_policy else
+               mock.patch.object(sc2_policy, "export_policy", lambda model, directory: None))
+    with skipped:
         result = sc2_train_eval.train_eval(
             str(root), **dict(SETTINGS, trainer=trainer, **overrides),
             environments=[environment(7), environment(8)], model_kwargs=MODEL_KWARGS,
