@@ -24,12 +24,11 @@ console.quiet_dependencies(__name__)
 
 import os
 
-import keras
-import numpy as np
 from absl import app, flags
 
+# Pure modules only: --help and the flags answer before Keras or TensorFlow loads (main()
+# imports the analyses).
 from keras_relational import validation
-from keras_relational.analysis import predinet_ablation, predinet_pca
 from keras_relational.environments import relations_game
 from keras_relational.experiments import console
 
@@ -52,6 +51,11 @@ flags.mark_flags_as_required(["model", "output_dir"])
 
 def main(argv):
     del argv
+    import keras
+    import numpy as np
+
+    from keras_relational.analysis import predinet_ablation, predinet_pca
+
     model = keras.saving.load_model(FLAGS.model)
     num_classes = int(model.output.shape[-1])
     if FLAGS.data_file:

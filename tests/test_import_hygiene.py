@@ -79,6 +79,28 @@ def test_supervised_binaries_define_and_check_their_flags_without_keras():
             binary, bad_error)
 
 
+def test_every_console_script_binary_defines_its_flags_without_keras():
+    # What `<binary> --help` imports: the binary's module, its flags. Keras, TensorFlow, JAX and
+    # matplotlib load in main() (or a library it calls), so --help answers at once.
+    result = run_python("""
+        import importlib, json, sys
+        from absl import flags
+        from keras_relational.experiments import scripts
+        HEAVY = ("keras", "tensorflow", "jax", "matplotlib", "tf_agents", "torch")
+        loaded = {}
+        for binary in scripts.BINARIES:
+            before = set(flags.FLAGS)
+            importlib.import_module("keras_relational.experiments." + binary)
+            loaded[binary] = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
+            for name in set(flags.FLAGS) - before:
+                delattr(flags.FLAGS, name)
+        print("LOADED" + json.dumps(loaded))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.split("LOADED", 1)[1])
+    assert len(loaded) == 14 and all(not heavy for heavy in loaded.values()), loaded
+
+
 def test_a_bad_enum_flag_is_absl_error_naming_the_choices():
     result = subprocess.run(
         [sys.executable, "-m", "keras_relational.experiments.train_relations_game",
