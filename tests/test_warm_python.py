@@ -10,11 +10,16 @@ import pytest
 import warm_python
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# The environment of the training binaries' commands (test_binary_faults.py, ...): these tests
+# fork from the same server, not from one of their own (each server imports Keras, and so
+# TensorFlow, when it starts). Variables named KERAS_RELATIONAL_* do not key a server.
+_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 # Each snippet prints what a fresh interpreter decides: both ways must print the same.
 _SNIPPETS = {
     "argv_and_path": "import sys, os; print(sys.argv, sys.path[0] == '', os.getcwd())",
-    "environment": "import os; print(os.environ['WARM_PYTHON_CHECK'], 'PYTEST_XYZ' in os.environ)",
+    "environment": ("import os; print(os.environ['KERAS_RELATIONAL_WARM_PYTHON_CHECK'], "
+                    "'PYTEST_XYZ' in os.environ)"),
     "exit_code": "import sys; print('before'); sys.exit(3)",
     "exit_message": "import sys; sys.exit('a message for stderr')",
     "exception": "raise ValueError('bad value')",
@@ -44,7 +49,7 @@ def _last_line(text):
 @pytest.mark.subprocess
 @pytest.mark.parametrize("name", sorted(_SNIPPETS))
 def test_a_snippet_behaves_as_in_a_cold_interpreter(name, tmp_path):
-    env = dict(os.environ, WARM_PYTHON_CHECK="yes", TMPDIR=str(tmp_path))
+    env = dict(_ENV, KERAS_RELATIONAL_WARM_PYTHON_CHECK="yes", TMPDIR=str(tmp_path))
     env.pop("PYTEST_XYZ", None)
     cold, warm = _both([sys.executable, "-c", _SNIPPETS[name]], cwd=tmp_path, env=env,
                        input="text on stdin" if name == "stdin" else None)
@@ -56,7 +61,9 @@ def test_a_snippet_behaves_as_in_a_cold_interpreter(name, tmp_path):
 @pytest.mark.subprocess
 @pytest.mark.parametrize("unbuffered", ["", "1"])
 def test_the_streams_are_buffered_as_python_buffers_them(unbuffered):
-    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    env = dict(_ENV, PYTHONUNBUFFERED=unbuffered)
+    if not unbuffered:  # as unset (Python ignores an empty value): the binaries' server
+        env.pop("PYTHONUNBUFFERED")
     cold, warm = _both([sys.executable, "-c", _SNIPPETS["streams"]], env=env)
     assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout)
 
@@ -70,9 +77,9 @@ def test_modules_and_scripts_get_argv_path_and_main_as_from_python(tmp_path):
     for args in ([sys.executable, "-m", "show_me", "--flag=1"],
                  [sys.executable, str(tmp_path / "show_me.py"), "x"],
                  [sys.executable, "-u", "show_me.py", "y"]):
-        cold, warm = _both(args, cwd=tmp_path)
+        cold, warm = _both(args, cwd=tmp_path, env=_ENV)
         assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout), args
-    cold, warm = _both([sys.executable, "-P", "-m", "show_me"], cwd=tmp_path)
+    cold, warm = _both([sys.executable, "-P", "-m", "show_me"], cwd=tmp_path, env=_ENV)
     assert cold.returncode == warm.returncode == 1  # -P: the working directory is not on the path
     assert "No module named show_me" in warm.stderr
 
@@ -84,7 +91,7 @@ def test_a_killed_child_reports_sigkill_and_its_own_process_group(tmp_path):
             f"pathlib.Path({str(started)!r}).write_text(f'{{os.getpid()}} {{os.getsid(0)}}')\n"
             "time.sleep(300)\n")
     process = warm_python.Popen([sys.executable, "-c", code], start_new_session=True,
-                                stdout=warm_python.DEVNULL)
+                                stdout=warm_python.DEVNULL, env=_ENV)
     deadline = time.time() + 120
     while not started.exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -101,10 +108,11 @@ def test_a_killed_child_reports_sigkill_and_its_own_process_group(tmp_path):
 def test_two_children_draw_different_numpy_seeds_and_time_out_as_subprocess_does():
     draw = "import numpy; print(numpy.random.randint(2**31))"
     first, second = (warm_python.run([sys.executable, "-c", draw], capture_output=True,
-                                     text=True, check=True).stdout for _ in range(2))
+                                     text=True, check=True, env=_ENV).stdout for _ in range(2))
     assert first != second
     with pytest.raises(subprocess.TimeoutExpired):
-        warm_python.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=2)
+        warm_python.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=2,
+                        env=_ENV)
 
 
 @pytest.mark.subprocess
@@ -117,15 +125,23 @@ def test_the_child_starts_with_keras_imported_and_a_new_environment_gets_its_own
 
 @pytest.mark.subprocess
 def test_a_server_whose_command_still_runs_is_not_stopped_for_another(monkeypatch):
+    # Servers of their own (a light preload, not Keras), in a registry of their own: this
+    # worker's servers for the other tests stay as they are.
     monkeypatch.setattr(warm_python, "_MAX_SERVERS", 1)
-    running = warm_python.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
-                                stdout=warm_python.DEVNULL)
-    other = warm_python.run([sys.executable, "-c", "print('other')"], capture_output=True,
-                            text=True, env=dict(os.environ, WARM_PYTHON_OTHER="1"), check=True)
-    assert other.stdout == "other\n"
-    assert running.poll() is None  # its server was kept: a second one started beside it
-    running.kill()
-    assert running.wait(timeout=30) == -signal.SIGKILL
+    monkeypatch.setattr(warm_python, "_servers", {})
+    try:
+        running = warm_python.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                                    stdout=warm_python.DEVNULL, preload=("json",))
+        other = warm_python.run([sys.executable, "-c", "print('other')"], capture_output=True,
+                                text=True, env=dict(os.environ, WARM_PYTHON_OTHER="1"),
+                                check=True, preload=("json",))
+        assert other.stdout == "other\n"
+        assert running.poll() is None  # its server was kept: a second one started beside it
+        assert len(warm_python._servers) == 2
+        running.kill()
+        assert running.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        warm_python._stop_servers()
 
 
 @pytest.mark.subprocess
@@ -143,10 +159,11 @@ def test_a_preloaded_module_is_imported_and_what_it_sets_in_the_environment_is_s
     cold = subprocess.run([sys.executable, "-c", "import sets_a_variable; " + show],
                           capture_output=True, text=True, env=env, check=True)
     assert cold.stdout == warm.stdout
-    # The default server (Keras preloaded) is another one: the module is not there.
-    default = warm_python.run([sys.executable, "-c", show], capture_output=True, text=True,
-                              env=env, check=True)
-    assert default.stdout.split() == ["False", "True", "None"]
+    # A server that preloaded another module is another one: the module is not there. (A light
+    # one: the default server preloads Keras, test_the_child_starts_with_keras_imported_...)
+    other = warm_python.run([sys.executable, "-c", show], capture_output=True, text=True,
+                            env=env, check=True, preload=("json",))
+    assert other.stdout.split() == ["False", "False", "None"]
 
 
 @pytest.mark.subprocess
