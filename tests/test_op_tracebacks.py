@@ -40,8 +40,9 @@ def test_the_variable_keeps_tensorflows_default(monkeypatch):
 
 @pytest.mark.subprocess
 def test_a_warm_child_builds_graphs_as_the_test_process():
+    # The training binaries' environment: their server, not one more importing TensorFlow.
     done = warm_python.run([sys.executable, "-c", _OP_STACK], capture_output=True, text=True,
-                           timeout=300)
+                           timeout=300, env=warm_python.binary_env())
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "stack recorded: False"
 

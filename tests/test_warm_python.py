@@ -13,7 +13,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # The environment of the training binaries' commands (test_binary_faults.py, ...): these tests
 # fork from the same server, not from one of their own (each server imports Keras, and so
 # TensorFlow, when it starts). Variables named KERAS_RELATIONAL_* do not key a server.
-_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+_ENV = warm_python.binary_env()
 
 # Each snippet prints what a fresh interpreter decides: both ways must print the same.
 _SNIPPETS = {

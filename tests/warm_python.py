@@ -462,6 +462,21 @@ class Popen:
         self.wait()
 
 
+def binary_env(**variables):
+    """The environment of a training binary as a user starts it, plus ``variables``.
+
+    TensorFlow's INFO and WARNING lines hidden, and without ``TF_USE_LEGACY_KERAS`` (which the
+    TF-Agents trainer sets in the test process): the supervised binaries and their libraries use
+    Keras 3. The tests that start them share this environment, and so, per worker, one server
+    (each server imports TensorFlow as it starts); ``KERAS_RELATIONAL_*`` variables (the fault
+    points) do not key a server.
+    """
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    env.update(variables)
+    return env
+
+
 def run(args, input=None, capture_output=False, timeout=None, check=False, **kwargs):
     """:func:`subprocess.run` for a Python command, forked from a warm server."""
     if capture_output:

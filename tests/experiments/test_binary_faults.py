@@ -86,7 +86,7 @@ def _killed_run(root, case, kill_at, binary=False):
             f"{case.module}.{case.function}({root!r}, **{case.kwargs!r})\n")
     command = soak_command(case.binary[0], root, *case.binary[1]) if binary \
         else [sys.executable, "-c", code]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
+    env = warm_python.binary_env(KERAS_RELATIONAL_KILL_AT=kill_at)
     done = warm_python.run(command, cwd=_REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (kill_at, done.returncode, done.stderr[-3000:])

@@ -32,7 +32,7 @@ def _killed_run(root, kill_at, binary=False):
         same_colour_lib.train_eval({root!r}, **{_TINY!r})
     """)
     command = soak_command(_BINARY, root) if binary else [sys.executable, "-c", code]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_RELATIONAL_KILL_AT=kill_at)
+    env = warm_python.binary_env(KERAS_RELATIONAL_KILL_AT=kill_at)
     done = warm_python.run(command, cwd=_REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, (done.returncode, done.stderr[-3000:])

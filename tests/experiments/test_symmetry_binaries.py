@@ -239,8 +239,7 @@ def test_metrics():
                            "--restart_below_stop_score", "--stop_score=0", "--patience=0"]),
 ])
 def test_binary_runs(tmp_path, binary, flags):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    env.pop("TF_USE_LEGACY_KERAS", None)
+    env = warm_python.binary_env()
     result = warm_python.run([sys.executable, "-m", f"keras_relational.experiments.{binary}",
                               f"--root_dir={tmp_path}", *flags], cwd=_REPO_ROOT, env=env,
                              capture_output=True, text=True, timeout=900)

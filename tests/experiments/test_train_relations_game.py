@@ -195,7 +195,7 @@ def test_binary_runs(tmp_path):
 
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     root = str(tmp_path / "binary")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = warm_python.binary_env()
     env.pop("KERAS_BACKEND", None)
     # --data_file / --eval_file: files in DeepMind's released layout (relations_game.save_npz).
     data_file, eval_file = str(tmp_path / "between_pentos.npz"), str(tmp_path / "between_x.npz")
