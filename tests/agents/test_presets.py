@@ -8,6 +8,9 @@ import pytest
 from keras_relational.agents import curves, presets
 from keras_relational.agents.tf_agents.train_eval import train_eval
 
+# Grappler off: its passes over each new function cost these tiny runs more than they save.
+pytestmark = pytest.mark.usefixtures("no_graph_optimizer")
+
 # Tiny sizes over every preset (the preset's levels, agent, optimizer and observations stay);
 # Clift et al.'s agents iterate one block, not their two (the same weights again; the layers'
 # tests check several iterations).

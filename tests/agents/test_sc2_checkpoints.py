@@ -24,6 +24,9 @@ from keras_relational.agents.sc2 import policy as sc2_policy
 from keras_relational.agents.sc2 import train_eval as sc2_train_eval
 from keras_relational.agents.sc2.config import SC2Config
 
+# Grappler off: its passes over each new function cost these tiny runs more than they save.
+pytestmark = pytest.mark.usefixtures("no_graph_optimizer")
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_sc2_learning import SMALL  # noqa: E402
 from test_sc2_tf_agents import SIZE, SpecTinySC2  # noqa: E402

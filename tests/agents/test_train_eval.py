@@ -13,6 +13,9 @@ from kill_checks import kill_after_checkpoint
 
 from keras_relational.agents.tf_agents.train_eval import train_eval
 
+# Grappler off: its passes over each new function cost these tiny runs more than they save.
+pytestmark = pytest.mark.usefixtures("no_graph_optimizer")
+
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TINY = dict(env_kwargs=dict(goal_length=1, num_distractors=0), num_envs=4, unroll_length=5,
              model_kwargs=dict(key_dim=8, mlp_hidden_units=(16,), head_units=(16,)),

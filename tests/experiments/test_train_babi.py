@@ -10,6 +10,9 @@ import pytest
 from keras_relational.environments import babi
 from keras_relational.experiments import babi_lib, babi_serving
 
+# Grappler off: its passes over each new function cost these tiny runs more than they save.
+pytestmark = pytest.mark.usefixtures("no_graph_optimizer")
+
 _SMOKE = dict(tasks=(1, 6), num_train=64, num_valid=32, num_test=32, entity_dim=4,
               relation_dim=3, hidden_dim=8, batch_size=32, epochs=2, jit_compile=False, verbose=0)
 

@@ -12,6 +12,9 @@ from keras_relational.experiments import relations_game_lib as lib
 from keras_relational.experiments.relations_game_config import RelationsGameConfig
 from keras_relational.models import relations_game as models
 
+# Grappler off: its passes over each new function cost these tiny runs more than they save.
+pytestmark = pytest.mark.usefixtures("no_graph_optimizer")
+
 TINY = dict(num_batches=4, eval_interval=2, batch_size=5, num_train_examples=40,
             num_eval_examples=20, num_monitor_examples=10, steps_per_execution=2,
             central_kwargs={"num_heads": 2, "key_dim": 3, "num_relations": 4})
