@@ -28,9 +28,9 @@ print(end - start, end - middle)
 
 
 def measure(repeats, warm_up=True):
-    """``(total seconds, our modules' seconds)`` of ``repeats`` fresh processes, after one
-    process that only warms the file cache (unless ``warm_up`` is False: a caller that has
-    imported the same stack already)."""
+    """Two lists, the total seconds and our own modules' seconds, of ``repeats`` fresh
+    processes, after one that only warms the file cache (unless ``warm_up`` is False: for a
+    caller that has imported the same stack already)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TF_USE_LEGACY_KERAS", None)
     timings = []

@@ -137,7 +137,7 @@ def _seeded_weights():
 
 @pytest.fixture
 def no_graph_optimizer():
-    """TensorFlow's graph optimizer (Grappler) off for the test, as it was before after it.
+    """TensorFlow's graph optimizer (Grappler) off for the test; after it, as it was before.
 
     For the files of tiny training runs in this process (TF-Agents' ``train_eval``, Keras fits
     of a few steps): each traces its functions once and runs them a few times, so Grappler's
