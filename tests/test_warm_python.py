@@ -62,7 +62,7 @@ def test_a_snippet_behaves_as_in_a_cold_interpreter(name, tmp_path):
 @pytest.mark.parametrize("unbuffered", ["", "1"])
 def test_the_streams_are_buffered_as_python_buffers_them(unbuffered):
     env = dict(_ENV, PYTHONUNBUFFERED=unbuffered)
-    if not unbuffered:  # as unset (Python ignores an empty value): the binaries' server
+    if not unbuffered:  # as unset: Python ignores an empty value (pytest-xdist's workers set 1)
         env.pop("PYTHONUNBUFFERED")
     cold, warm = _both([sys.executable, "-c", _SNIPPETS["streams"]], env=env)
     assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout)
