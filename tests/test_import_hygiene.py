@@ -39,18 +39,20 @@ _BAD_ENUM_FLAGS = {
     "train_rule_learning": ("--distribution_strategy=nope", "flag --distribution_strategy=nope"),
     "same_colour_demo": ("--distribution_strategy=nope", "flag --distribution_strategy=nope"),
 }
-# Imports each binary in turn (removing its flags before the next one), parses its flags, good
-# and bad, and prints {binary: [heavy modules loaded, the good parse's error, the bad one's]}.
+# Imports every console-script binary in turn (removing its flags before the next one), parses
+# the flags of those in BAD, good and bad, and prints {binary: [heavy modules loaded, the good
+# parse's error, the bad one's]} (no errors where it parsed nothing).
 _IMPORT_AND_PARSE = """
     import importlib, json, sys
     from absl import flags
-    HEAVY = ("keras", "tensorflow", "jax")
+    from keras_relational.experiments import scripts
+    HEAVY = ("keras", "tensorflow", "jax", "matplotlib", "tf_agents", "torch")
     results = {}
-    for binary, bad in BAD.items():
+    for binary in scripts.BINARIES:
         before = set(flags.FLAGS)
         importlib.import_module("keras_relational.experiments." + binary)
         errors = []
-        for extra in ([], [bad]):
+        for extra in ([], [BAD[binary]]) if binary in BAD else ():
             flags.FLAGS.unparse_flags()
             try:
                 flags.FLAGS(["binary", "--root_dir=/tmp/unused", *extra])
@@ -64,41 +66,25 @@ _IMPORT_AND_PARSE = """
 """
 
 
-def test_supervised_binaries_define_and_check_their_flags_without_keras():
-    # The binaries import their training libraries (Keras, TensorFlow) inside main(), so --help
-    # and a bad flag answer at once, before any of them loads.
+def test_binaries_define_and_check_their_flags_without_keras():
+    # The binaries import their training libraries (Keras, TensorFlow, JAX, matplotlib,
+    # TF-Agents) inside main(), so --help and a bad flag answer at once, before any of them loads.
+    from keras_relational.experiments import scripts
+
     bad = {binary: flag for binary, (flag, _) in _BAD_ENUM_FLAGS.items()}
     result = run_python(f"BAD = {bad!r}\n" + textwrap.dedent(_IMPORT_AND_PARSE))
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads(result.stdout.split("RESULTS", 1)[1])
-    assert list(results) == list(_BAD_ENUM_FLAGS)
-    for binary, (heavy, good_error, bad_error) in results.items():
+    assert list(results) == list(scripts.BINARIES) and len(results) == 14, list(results)
+    for binary, (heavy, *errors) in results.items():
         assert heavy == [], (binary, heavy)
+        if binary not in _BAD_ENUM_FLAGS:
+            assert errors == [], (binary, errors)
+            continue
+        good_error, bad_error = errors
         assert good_error is None, (binary, good_error)
         assert bad_error is not None and bad_error.startswith(_BAD_ENUM_FLAGS[binary][1]), (
             binary, bad_error)
-
-
-def test_every_console_script_binary_defines_its_flags_without_keras():
-    # What `<binary> --help` imports: the binary's module, its flags. Keras, TensorFlow, JAX and
-    # matplotlib load in main() (or a library it calls), so --help answers at once.
-    result = run_python("""
-        import importlib, json, sys
-        from absl import flags
-        from keras_relational.experiments import scripts
-        HEAVY = ("keras", "tensorflow", "jax", "matplotlib", "tf_agents", "torch")
-        loaded = {}
-        for binary in scripts.BINARIES:
-            before = set(flags.FLAGS)
-            importlib.import_module("keras_relational.experiments." + binary)
-            loaded[binary] = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
-            for name in set(flags.FLAGS) - before:
-                delattr(flags.FLAGS, name)
-        print("LOADED" + json.dumps(loaded))
-    """)
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(result.stdout.split("LOADED", 1)[1])
-    assert len(loaded) == 14 and all(not heavy for heavy in loaded.values()), loaded
 
 
 def test_a_bad_enum_flag_is_absl_error_naming_the_choices():
