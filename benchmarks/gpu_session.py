@@ -23,8 +23,8 @@ accelerator         ``benchmarks/accelerator.py --time_budget=...``: XLA rows on
                     batches that fill it, each row within its share of the budget
 env_speed           ``benchmarks/tensor_boxworld_speed.py``, JAX, 1 to 65,536 levels
 loop_speed          ``benchmarks/compiled_loop_speed.py``: the compiled trainer at
-                    ``zambaldi_fig3_relational``'s settings, ``--level_source=device``, 256,
-                    1,024, 4,096 and 16,384 environments, one process and box each
+                    ``zambaldi_fig3_relational``'s settings, ``--level_source=device``, 256
+                    and 1,024 environments, one process and box each
 simplicial          ``benchmarks/sequence_simplicial_speed.py --dtype=bfloat16 --batch=8`` up to
                     N = 16,384, within a time budget
 simplicial_kernel   ``benchmarks/simplicial_kernel_speed.py`` up to N = 16,384, within a budget
@@ -140,7 +140,7 @@ FIXED_WORK = ("lane_layers", "lane_16bit", "lane_models", "env_speed")
 # What each part runs, as a version: a cost measured for another version does not apply. Bump a
 # part's number when its command's work changes.
 WORK = {"setup": 1, "lane_layers": 1, "lane_16bit": 1, "lane_models": 1, "accelerator": 2,
-        "env_speed": 1, "loop_speed": 2, "simplicial": 1, "simplicial_kernel": 1, "profile": 1,
+        "env_speed": 1, "loop_speed": 3, "simplicial": 1, "simplicial_kernel": 1, "profile": 1,
         "predinet": 1, "long_run": 1, "queue": 1}
 COSTS = os.path.join(HERE, "gpu_costs.json")
 QUEUE = os.path.join(HERE, "gpu_queue.json")
@@ -194,10 +194,17 @@ REPRODUCE = {"reproduce_tpr_babi": ("benchmarks.reproduce_tpr_babi", "--max_minu
              "reproduce_predinet": ("benchmarks.reproduce_predinet", "--max_minutes_per_cell")}
 REPRODUCE_OVERHEAD = {"gpu": 60, "smoke": 20}  # seconds of a piece outside its runs' caps
 # The loop sweep (loop_speed): one process and box per number of environments, the box split in
-# these proportions (the larger batches take longer a first update; 256 environments printed
-# their first progress line 15.1 s after the process started in the first H200 window).
-LOOP_ENVS = {"gpu": (256, 1024, 4096, 16384), "smoke": (SMOKE_NUM_ENVS,)}
-LOOP_SHARES = {256: 1, 1024: 1, 4096: 1.25, 16384: 1.5, SMOKE_NUM_ENVS: 1}
+# these proportions (the larger batches take longer a first update). Each process needs
+# LOOP_ALLOWANCE seconds outside its training loop on a GPU: the 2026-11-30 H200 window's
+# profile part took 11.1 s to build (network, levels) and 12.3 s to compile the update at 256
+# environments, after the process's start (JAX's device probe: 5-6 s); its sweep of 256-16,384
+# environments in boxes of 24-66 s measured no row (none printed a progress line). At 256
+# environments an update peaked at 17.7 GiB of device memory: 4,096 and more do not fit one H200
+# in one learner batch.
+LOOP_ENVS = {"gpu": (256, 1024), "smoke": (SMOKE_NUM_ENVS,)}
+LOOP_SHARES = {256: 1, 1024: 1.25, SMOKE_NUM_ENVS: 1}
+LOOP_ALLOWANCE = 45  # seconds, on a GPU: the process's start, build and compile, its end
+LOOP_SHORTEST = {"gpu": 8, "smoke": SMOKE_TRAIN_SECONDS}  # the shortest training loop worth it
 # --smoke runs every part as the device would, where its CPU can: without TensorFlow (the
 # device has none; here importing it costs a process 10 s: Keras' set_random_seed, a trainer's
 # SavedModel export), nor matplotlib, pandas and requests (gpu_wheels.sh carries none of them;
@@ -453,11 +460,13 @@ def known_cost(costs, part):
     return entry if entry and entry.get("work") == WORK[part] else None
 
 
-def update_costs(costs, session):
+def update_costs(costs, session, name="session.json"):
     """The cost table ``costs`` with the seconds a GPU session measured (its ``session.json``,
-    parsed): per part that ran its current work, ``seconds`` when it finished inside its box,
-    else ``at_least`` (its box: it needs more); the Box-World pieces' ``overhead_seconds`` (their
-    process's seconds outside ``--max_seconds``); the setup's seconds (install and device probe).
+    parsed; ``name``, the file's name, goes into each figure's ``source``): per part that ran
+    its current work, ``seconds`` when it finished inside its box, else ``at_least`` (its box:
+    it needs more; also a loop sweep with a row that measured nothing); the Box-World pieces'
+    ``overhead_seconds`` (their process's seconds outside ``--max_seconds``); the setup's
+    seconds (install and device probe).
     Parts that were skipped, failed or ran older work keep their entry."""
     if session.get("smoke"):
         raise ValueError("a --smoke session measured CPU seconds at tiny sizes, not the device's")
@@ -468,7 +477,7 @@ def update_costs(costs, session):
     costs = json.loads(json.dumps(costs))  # a copy
     costs["device"] = device
     parts = costs.setdefault("parts", {})
-    source = f"session.json of {session.get('started')} ({device})"
+    source = f"{name} of {session.get('started')} ({device})"
     setup = session.get("setup", {})
     if setup.get("seconds") is not None and session["device"].get("probe_seconds") is not None:
         parts["setup"] = {"work": WORK["setup"], "source": source, "compile_seconds": None,
@@ -487,9 +496,11 @@ def update_costs(costs, session):
                                      "overhead_seconds": overhead}
             continue
         lane = entry.get("summary", {}).get("counts", {})
+        # a loop sweep's row that measured nothing ran out of its share of the box
+        unmeasured = any(row.get("measured") is False for row in entry.get("rows") or ())
         finished = (entry.get("exit_code") == 0 and not entry.get("timed_out")
-                    and not lane.get("time_box"))
-        stopped = entry.get("timed_out") or lane.get("time_box")
+                    and not lane.get("time_box") and not unmeasured)
+        stopped = entry.get("timed_out") or lane.get("time_box") or unmeasured
         if finished:
             parts[part] = {"work": WORK[part], "source": source, "seconds": entry["seconds"],
                            "compile_seconds": entry.get("compile_seconds")}
@@ -1112,9 +1123,8 @@ class Session:
             # (SMOKE_TRAIN_SECONDS), the rest of its share the allowance (the process's start
             # and compilation)
             allowance = (seconds - 8 - SMOKE_TRAIN_SECONDS if self.args.smoke
-                         else min(30, (seconds - 8) / 2))
-            shortest = SMOKE_TRAIN_SECONDS if self.args.smoke else 3
-            if seconds - 8 - allowance < shortest or allowance < 1:
+                         else LOOP_ALLOWANCE)
+            if seconds - 8 - allowance < LOOP_SHORTEST[self.mode] or allowance < 1:
                 entry["rows"].append({"num_envs": num_envs, "skipped": f"{left:.0f} s left"})
                 continue
             output = f"benchmarks/results/compiled_loop_speed_{self.suffix}_{num_envs}envs"
@@ -1124,7 +1134,9 @@ class Session:
                 f"--allowance={allowance:.0f}", *extra, f"--output={output}"), seconds)
             entry["rows"].append({"num_envs": num_envs, "box_seconds": round(seconds, 1),
                                   "command": entry["command"], "exit_code": code,
-                                  "timed_out": entry["timed_out"]})
+                                  "timed_out": entry["timed_out"],
+                                  "measured": _loop_row_measured(os.path.join(
+                                      self.results_dir, os.path.basename(output) + ".json"))})
         codes = [r["exit_code"] for r in entry["rows"] if "skipped" not in r]
         entry["exit_code"] = next((c for c in codes if c != 0), 0) if codes else None
         entry["timed_out"] = any(r.get("timed_out") for r in entry["rows"])
@@ -1418,6 +1430,18 @@ def _count_runs(path):
         return len(json.load(f).get("runs") or ())
 
 
+def _loop_row_measured(path):
+    """Whether compiled_loop_speed's results file ``path`` (.json) holds a trained frames/s: the
+    script exits 0 also where its training process printed no progress line before its
+    --seconds (a row "not measured")."""
+    try:
+        with open(path) as f:
+            rows = json.load(f).get("rows") or ()
+    except (OSError, ValueError):
+        return False
+    return any(row.get("frames_per_second") is not None for row in rows)
+
+
 def _compile_seconds(path):
     """A results file's ``compile_seconds``: its own, else the sum of its rows' (None if it
     reports none)."""
@@ -1520,7 +1544,8 @@ def main(argv=None):
         try:
             with open(args.update_costs) as f:
                 session = json.load(f)
-            table = update_costs(load_costs(args.costs), session)
+            table = update_costs(load_costs(args.costs), session,
+                                 os.path.basename(args.update_costs))
         except (OSError, ValueError) as error:
             raise SystemExit(f"--update_costs: {args.update_costs!r}: {error}") from None
         _write_text(args.costs, json.dumps(table, indent=1) + "\n")

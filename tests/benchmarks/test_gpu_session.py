@@ -579,6 +579,31 @@ def test_the_measure_plan_completes_every_part_it_starts_in_smoke(tmp_path, smok
             assert math.isfinite(result("profile_update_smoke")["final_loss"])
 
 
+def test_a_loop_sweep_row_that_measured_nothing_asks_for_a_larger_box(tmp_path):
+    # compiled_loop_speed exits 0 where its training process printed no progress line before
+    # its --seconds (the 2026-11-30 H200 window's sweep): the cost is not the seconds it took
+    measured, unmeasured = tmp_path / "measured.json", tmp_path / "unmeasured.json"
+    measured.write_text(json.dumps({"rows": [{"exit_code": 0, "frames_per_second": 1.5e5}]}))
+    unmeasured.write_text(json.dumps({"rows": [{"exit_code": "killed at --seconds",
+                                                "progress_lines": 0}]}))
+    assert gpu_session._loop_row_measured(str(measured))
+    assert not gpu_session._loop_row_measured(str(unmeasured))
+    assert not gpu_session._loop_row_measured(str(tmp_path / "missing.json"))
+    work = gpu_session.WORK["loop_speed"]
+
+    def loop_entry(*measured_rows):
+        rows = [{"num_envs": n, "measured": m}
+                for n, m in zip((256, 1024), measured_rows, strict=True)]
+        return {"work": work, "box_seconds": 180, "seconds": 168.1, "exit_code": 0,
+                "timed_out": False, "rows": rows}
+
+    costs = gpu_session.update_costs({}, _session(loop_speed=loop_entry(True, False)))
+    assert costs["parts"]["loop_speed"]["seconds"] is None
+    assert costs["parts"]["loop_speed"]["at_least"] == 180
+    costs = gpu_session.update_costs({}, _session(loop_speed=loop_entry(True, True)))
+    assert costs["parts"]["loop_speed"]["seconds"] == 168.1
+
+
 def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
     (tmp_path / "predinet_table1.json").write_text("{}")
     command, cap = gpu_session.predinet_command(["--centrals=relation_net"], 475, 1, 75,
