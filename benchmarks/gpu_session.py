@@ -199,8 +199,8 @@ REPRODUCE_OVERHEAD = {"gpu": 60, "smoke": 20}  # seconds of a piece outside its 
 # profile part took 11.1 s to build (network, levels) and 12.3 s to compile the update at 256
 # environments, after the process's start (JAX's device probe: 5-6 s); its sweep of 256-16,384
 # environments in boxes of 24-66 s measured no row (none printed a progress line). At 256
-# environments an update peaked at 17.7 GiB of device memory: 4,096 and more do not fit one H200
-# in one learner batch.
+# environments an update peaked at 17.7 GiB of device memory; if memory grows with the batch,
+# 4,096 and more need over 16 times that, more than one H200's 141 GiB in one learner batch.
 LOOP_ENVS = {"gpu": (256, 1024), "smoke": (SMOKE_NUM_ENVS,)}
 LOOP_SHARES = {256: 1, 1024: 1.25, SMOKE_NUM_ENVS: 1}
 LOOP_ALLOWANCE = 45  # seconds, on a GPU: the process's start, build and compile, its end

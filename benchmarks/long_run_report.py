@@ -17,6 +17,7 @@ and ``--plot`` (default ``<output>.png``), the curves against frames with the pa
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -54,6 +55,12 @@ def summarise_run(run_dir):
               if row.get("frames_per_second")]
     best = max(rows, key=lambda row: row["solve_rate"])
     pieces = meta.get("pieces", [])
+    # the policy's entropy per transition, where the curve logs the loss terms (the compiled
+    # trainer: summed over the update's transitions)
+    entropies = [row["losses"]["entropy"] / row["losses"]["transitions"]
+                 for row in curves.read_curve(run_dir)
+                 if (row.get("losses") or {}).get("transitions")
+                 and row["losses"].get("entropy") is not None]
     return {
         "run": os.path.basename(os.path.normpath(run_dir)),
         "preset": meta.get("preset"),
@@ -69,6 +76,8 @@ def summarise_run(run_dir):
         "solve_rate_best": best["solve_rate"],
         "solve_rate_best_frames": best["frames"],
         "solve_rate_last": statistics.fmean(rates[-LAST_ROWS:]),
+        "entropy_first": entropies[0] if entropies else None,
+        "entropy_last": statistics.fmean(entropies[-LAST_ROWS:]) if entropies else None,
         "eval_solve_rate": result.get("eval_solve_rate"),
         "test_solve_rates": result.get("test_solve_rates") or {},
         "dtype_policy": result.get("dtype_policy"),
@@ -88,23 +97,28 @@ def markdown(summaries, paper):
         lines.append("")
     lines += ["| run | preset | pieces (device) | updates | frames | trained frames/s (median) "
               "| training solve rate: first / best (at frames) / last " f"{LAST_ROWS} rows "
+              "| policy entropy (nats a step): first / last " f"{LAST_ROWS} rows "
               "| evaluation solve rate | zero-shot |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summaries:
         devices = sorted({p["device"] for p in s["pieces"] if p.get("device")})
         zero_shot = ", ".join(f"{name} {_percent(rate)}"
                               for name, rate in sorted(s["test_solve_rates"].items())) or "-"
         speed = (f"{s['median_frames_per_second']:,.0f}" if s["median_frames_per_second"]
                  else "-")
+        entropy = ("-" if s["entropy_first"] is None
+                   else f"{s['entropy_first']:.4f} / {s['entropy_last']:.4f}")
         lines.append(
             f"| {s['run']} | {s['preset'] or '-'} | {len(s['pieces'])} "
             f"({', '.join(devices) or 'local'}) | {s['updates']:,} | {s['frames']:,} | {speed} | "
             f"{_percent(s['solve_rate_first'])} / {_percent(s['solve_rate_best'])} "
             f"({s['solve_rate_best_frames']:,}) / {_percent(s['solve_rate_last'])} | "
-            f"{_percent(s['eval_solve_rate'])} | {zero_shot} |")
+            f"{entropy} | {_percent(s['eval_solve_rate'])} | {zero_shot} |")
     lines += ["", "Training solve rate: the share of the episodes ended since the previous "
-              "progress line that were solved (the policy samples its actions); evaluation: "
-              "fresh levels at the end of the newest piece."]
+              "progress line that were solved (the policy samples its actions); policy entropy: "
+              "the entropy term of the update's loss over its transitions, where the curve "
+              "logs it (the uniform policy over Box-World's 4 actions: ln 4 = "
+              f"{math.log(4):.4f}); evaluation: fresh levels at the end of the newest piece."]
     return "\n".join(lines)
 
 

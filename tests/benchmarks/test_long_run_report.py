@@ -20,7 +20,8 @@ def _write_run(run_dir, rates, frames_per_update=1280):
     for step, rate in enumerate(rates, start=1):
         writer.append(dict(step=step * 50, frames=step * 50 * frames_per_update,
                            solve_rate=rate, average_return=rate * 10,
-                           fps=1000.0 if step == 1 else 80000.0, seconds=float(step)))
+                           fps=1000.0 if step == 1 else 80000.0, seconds=float(step),
+                           losses={"entropy": 1280.0 * (1.0 + step / 10), "transitions": 1280.0}))
     with open(os.path.join(run_dir, "result.json"), "w") as f:
         json.dump({"eval_solve_rate": 0.25, "test_solve_rates": {"L=6": 0.5},
                    "backend": "jax", "dtype_policy": "float32"}, f)
@@ -45,7 +46,8 @@ def test_reports_an_archive_beside_the_papers_numbers(tmp_path, scripts):
     assert "Zambaldi Fig. 3: relational > 98 %" in text
     row = [line for line in text.splitlines() if line.startswith("| fig3 ")]
     assert row == ["| fig3 | zambaldi_fig3_relational | 1 (NVIDIA H200) | 200 | 256,000 | 80,000 "
-                   "| 0.0 % / 100.0 % (256,000) / 43.8 % | 25.0 % | L=6 50.0 % |"]
+                   "| 0.0 % / 100.0 % (256,000) / 43.8 % | 1.1000 / 1.2500 | 25.0 % "
+                   "| L=6 50.0 % |"]
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data["runs"][0]["frames"] == 256_000 and data["paper"] == "zambaldi_fig3"
 
