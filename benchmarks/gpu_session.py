@@ -496,8 +496,9 @@ def update_costs(costs, session, name="session.json"):
                                      "overhead_seconds": overhead}
             continue
         lane = entry.get("summary", {}).get("counts", {})
-        # a loop sweep's row that measured nothing ran out of its share of the box
-        unmeasured = any(row.get("measured") is False for row in entry.get("rows") or ())
+        # a loop sweep's row that measured nothing but exited 0 ran out of its share of the box
+        unmeasured = entry.get("exit_code") == 0 and any(
+            row.get("measured") is False for row in entry.get("rows") or ())
         finished = (entry.get("exit_code") == 0 and not entry.get("timed_out")
                     and not lane.get("time_box") and not unmeasured)
         stopped = entry.get("timed_out") or lane.get("time_box") or unmeasured

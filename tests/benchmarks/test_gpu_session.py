@@ -602,6 +602,8 @@ def test_a_loop_sweep_row_that_measured_nothing_asks_for_a_larger_box(tmp_path):
     assert costs["parts"]["loop_speed"]["at_least"] == 180
     costs = gpu_session.update_costs({}, _session(loop_speed=loop_entry(True, True)))
     assert costs["parts"]["loop_speed"]["seconds"] == 168.1
+    failed = dict(loop_entry(True, False), exit_code=1)  # a failure, not a box too small
+    assert "loop_speed" not in gpu_session.update_costs({}, _session(loop_speed=failed))["parts"]
 
 
 def test_the_predinet_part_splits_its_box_between_cells_and_stages(tmp_path):
