@@ -34,10 +34,11 @@ def measure(repeats, warm_up=True):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TF_USE_LEGACY_KERAS", None)
     timings = []
-    for i in range(repeats + 1 if warm_up else repeats):
+    warm_ups = 1 if warm_up else 0  # a first process only warms the file cache
+    for i in range(warm_ups + repeats):
         result = subprocess.run([sys.executable, "-c", _CODE], env=env, capture_output=True,
                                 text=True, check=True)
-        if i or not warm_up:  # the warm-up run only warms the file cache
+        if i >= warm_ups:
             timings.append([float(v) for v in result.stdout.split()])
     return [t[0] for t in timings], [t[1] for t in timings]
 

@@ -47,7 +47,8 @@ def summarise_run(run_dir):
     result = _read_json(os.path.join(run_dir, "result.json")) or {}
     if not os.path.exists(os.path.join(run_dir, curves.FILENAME)):
         raise ValueError(f"{run_dir!r}: no learning curve ({curves.FILENAME})")
-    rows = [row for row in curves.read_curve(run_dir) if row.get("solve_rate") is not None]
+    curve = curves.read_curve(run_dir)
+    rows = [row for row in curve if row.get("solve_rate") is not None]
     if not rows:
         raise ValueError(f"{run_dir!r}: no learning curve ({curves.FILENAME}) with solve rates")
     rates = [row["solve_rate"] for row in rows]
@@ -58,7 +59,7 @@ def summarise_run(run_dir):
     # the policy's entropy per transition, where the curve logs the loss terms (the compiled
     # trainer: summed over the update's transitions)
     entropies = [row["losses"]["entropy"] / row["losses"]["transitions"]
-                 for row in curves.read_curve(run_dir)
+                 for row in curve
                  if (row.get("losses") or {}).get("transitions")
                  and row["losses"].get("entropy") is not None]
     return {
